@@ -1,0 +1,178 @@
+// Package api holds the wire types every kubecrew service shares: the run
+// request and result of an agent's POST /run, and the Finding that travels
+// between agents, the core and the store. These names are the public contract
+// of ARCHITECTURE §10; extend them, never rename them.
+package api
+
+import (
+	"fmt"
+	"time"
+)
+
+// Workflow types. Every type but Manual is autonomous: its runs are limited
+// by both safety gates.
+const (
+	WorkflowManual      = "manual"
+	WorkflowPulseTask   = "pulse-task"
+	WorkflowAlert       = "alert"
+	WorkflowA2ADelegate = "a2a-delegate"
+	WorkflowA2AAsk      = "a2a-ask"
+)
+
+// Workflows lists every accepted workflow_type.
+var Workflows = []string{WorkflowManual, WorkflowPulseTask, WorkflowAlert, WorkflowA2ADelegate, WorkflowA2AAsk}
+
+// ValidWorkflow reports whether w is a known workflow type.
+func ValidWorkflow(w string) bool {
+	for _, k := range Workflows {
+		if k == w {
+			return true
+		}
+	}
+	return false
+}
+
+// Autonomous reports whether runs of workflow type w run without a human in
+// the loop. Unknown types are autonomous: the guard fails closed.
+func Autonomous(w string) bool {
+	return w != WorkflowManual
+}
+
+// Run statuses.
+const (
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusPartial   = "partial"
+	StatusFailed    = "failed"
+)
+
+// Severities, most severe first.
+const (
+	SeverityCritical = "critical"
+	SeverityHigh     = "high"
+	SeverityMedium   = "medium"
+	SeverityLow      = "low"
+)
+
+// SeverityRank orders severities: lower is more severe; unknown sorts last.
+func SeverityRank(s string) int {
+	switch s {
+	case SeverityCritical:
+		return 0
+	case SeverityHigh:
+		return 1
+	case SeverityMedium:
+		return 2
+	case SeverityLow:
+		return 3
+	}
+	return 4
+}
+
+// ValidSeverity reports whether s is one of the four severities.
+func ValidSeverity(s string) bool { return SeverityRank(s) < 4 }
+
+// Finding is one problem an agent found.
+type Finding struct {
+	Key         string  `json:"key"`
+	Severity    string  `json:"severity"`
+	Kind        string  `json:"kind"`
+	Namespace   string  `json:"namespace"`
+	Name        string  `json:"name"`
+	Container   string  `json:"container,omitempty"`
+	Reason      string  `json:"reason"`
+	Detail      string  `json:"detail"`
+	Remediation string  `json:"remediation"`
+	Remediable  bool    `json:"remediable"`
+	Confidence  float64 `json:"confidence"`
+}
+
+// DeriveKey returns the finding's stable key, namespace/kind/name/reason in
+// lower case with the container when present. Same problem, same key: it
+// names the GitOps branch, so it must not depend on free text.
+func (f Finding) DeriveKey() string {
+	k := fmt.Sprintf("%s-%s-%s", f.Namespace, f.Kind, f.Name)
+	if f.Container != "" {
+		k += "-" + f.Container
+	}
+	k += "-" + f.Reason
+	return slug(k)
+}
+
+func slug(s string) string {
+	out := make([]byte, 0, len(s))
+	dash := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+			fallthrough
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			out = append(out, c)
+			dash = false
+		default:
+			if !dash && len(out) > 0 {
+				out = append(out, '-')
+				dash = true
+			}
+		}
+	}
+	for len(out) > 0 && out[len(out)-1] == '-' {
+		out = out[:len(out)-1]
+	}
+	if len(out) > 100 {
+		out = out[:100]
+	}
+	return string(out)
+}
+
+// RunRequest is the body of POST /run.
+type RunRequest struct {
+	Task         string            `json:"task"`
+	WorkflowType string            `json:"workflow_type,omitempty"`
+	Context      map[string]string `json:"context,omitempty"`
+	Caller       string            `json:"caller,omitempty"`
+	SocialDepth  int               `json:"social_depth,omitempty"`
+	DiscussionID string            `json:"discussion_id,omitempty"`
+}
+
+// Tokens counts model tokens of one run.
+type Tokens struct {
+	Prompt     int `json:"prompt"`
+	Completion int `json:"completion"`
+}
+
+// RunResult is the answer of POST /run and the body of GET /runs/{id}.
+type RunResult struct {
+	RunID        string     `json:"run_id"`
+	Agent        string     `json:"agent"`
+	WorkflowType string     `json:"workflow_type"`
+	Status       string     `json:"status"`
+	Answer       string     `json:"answer"`
+	Verdict      string     `json:"verdict"`
+	Findings     []Finding  `json:"findings"`
+	Iterations   int        `json:"iterations"`
+	Tokens       Tokens     `json:"tokens"`
+	StartedAt    time.Time  `json:"started_at"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	// Delegation records a hand-off decided by the run (Noor's chosen
+	// finding), whether or not it could be sent.
+	Delegation *Delegation `json:"delegation,omitempty"`
+}
+
+// Delegation is a decision to hand a finding to another agent.
+type Delegation struct {
+	To      string  `json:"to"`
+	Finding Finding `json:"finding"`
+	Sent    bool    `json:"sent"`
+	RunID   string  `json:"run_id,omitempty"` // the callee's run id once sent
+	Result  string  `json:"result,omitempty"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// ErrorBody is every service's error answer: {"error": "message"}.
+type ErrorBody struct {
+	Error string `json:"error"`
+}

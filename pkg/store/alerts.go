@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+)
+
+// AlertState is the standing state of one alert (by fingerprint).
+type AlertState struct {
+	Fingerprint      string
+	Alertname        string
+	Agent            string
+	Firing           bool
+	ContentHash      string // labels+annotations: a change is new information
+	FirstSeen        time.Time
+	LastSeen         time.Time
+	LastInvestigated time.Time // zero: never
+	Investigations   int       // how many times investigated in this firing period
+	InFlight         bool
+	InvestigationID  string
+	Pending          bool // decided busy: retried when the agent frees up
+}
+
+// AlertDecision is one recorded decision.
+type AlertDecision struct {
+	ID              string
+	Fingerprint     string
+	Alertname       string
+	Status          string // firing|resolved
+	Decision        string // dispatched|deduped|cooldown|busy|ignored|resolved
+	Agent           string
+	InvestigationID string
+	Reason          string
+	At              time.Time
+}
+
+// DecideFunc is called with the alert's previous state (ok=false when new)
+// and how many alert runs the target agent has in flight. It returns the
+// decision and the new state. It must be pure: the store may call it again.
+type DecideFunc func(prev AlertState, ok bool, agentInFlight int) (AlertDecision, AlertState)
+
+// Investigation is one dispatched alert investigation.
+type Investigation struct {
+	ID          string
+	Fingerprint string
+	Alertname   string
+	Agent       string
+	RunID       string
+	Status      string // running|completed|partial|failed
+	Findings    []api.Finding
+	Answer      string
+	Error       string
+	Alert       []byte // the alert as JSON
+	StartedAt   time.Time
+	FinishedAt  *time.Time
+}
+
+// Alerts is the core's state. ApplyAlert is atomic across core replicas that
+// share the store: two replicas deciding the same fingerprint, or the same
+// agent's in-flight slot, serialise, so each alert is dispatched once.
+type Alerts interface {
+	// ApplyAlert runs fn under the fingerprint's and the agent's lock, stores
+	// the new state and the decision; when the decision is dispatched it also
+	// creates inv (with the decision's InvestigationID) in the same
+	// transaction.
+	ApplyAlert(ctx context.Context, fingerprint, agent string, fn DecideFunc, inv func(AlertDecision) *Investigation) (AlertDecision, error)
+	// FinishInvestigation records the outcome and frees the agent's slot.
+	FinishInvestigation(ctx context.Context, inv Investigation) error
+	GetInvestigation(ctx context.Context, id string) (Investigation, error)
+	ListInvestigations(ctx context.Context, p Page) ([]Investigation, string, error)
+	ListDecisions(ctx context.Context, p Page) ([]AlertDecision, string, error)
+	// PendingAlerts lists alerts decided busy for agent, oldest first.
+	PendingAlerts(ctx context.Context, agent string) ([]AlertState, error)
+	GetAlertState(ctx context.Context, fingerprint string) (AlertState, error)
+}
+
+// CoreStore is everything the core process needs.
+type CoreStore interface {
+	Alerts
+	Kind() string
+	Ping(ctx context.Context) error
+}

@@ -1,0 +1,185 @@
+// Package store keeps the fleet's state: runs and their traces, findings,
+// alert decisions and claims, investigations, pulse state, agent memory
+// files, the A2A audit log and delivery stamps. Two implementations pass one
+// contract suite: Memory (the default, and the fallback) and Postgres.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+)
+
+// ErrNotFound is returned when a record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Page asks for one page of a list. Cursor is opaque: pass the Next of the
+// previous page. Limit <= 0 means DefaultLimit; it is capped at MaxLimit.
+type Page struct {
+	Limit  int
+	Cursor string
+}
+
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// Run is a run record.
+type Run struct {
+	ID           string
+	Agent        string // slug
+	WorkflowType string
+	Task         string
+	Context      map[string]string
+	Caller       string
+	SocialDepth  int
+	DiscussionID string
+	Status       string
+	Answer       string
+	Verdict      string
+	Findings     []api.Finding
+	Iterations   int
+	Tokens       api.Tokens
+	Error        string
+	Delegation   *api.Delegation
+	StartedAt    time.Time
+	FinishedAt   *time.Time
+}
+
+// Event is one line of a run's JSONL trace.
+type Event struct {
+	RunID string          `json:"run_id"`
+	Seq   int             `json:"seq"`
+	Time  time.Time       `json:"time"`
+	Type  string          `json:"type"` // run_start, llm_request, llm_response, tool_call, tool_result, guard_denied, a2a_send, run_finish
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+// RunFilter narrows ListRuns. Empty fields match everything.
+type RunFilter struct {
+	Agent        string
+	WorkflowType string
+	Status       string
+}
+
+// Runs stores runs and their traces. Lists are newest first.
+type Runs interface {
+	CreateRun(ctx context.Context, r Run) error
+	// UpdateRun replaces the mutable fields of an existing run.
+	UpdateRun(ctx context.Context, r Run) error
+	GetRun(ctx context.Context, id string) (Run, error)
+	ListRuns(ctx context.Context, f RunFilter, p Page) (runs []Run, next string, err error)
+	// AppendEvents adds trace events; Seq is assigned by the caller.
+	AppendEvents(ctx context.Context, evs ...Event) error
+	Events(ctx context.Context, runID string) ([]Event, error)
+}
+
+// FindingRecord is a finding as stored: which run of which agent made it.
+type FindingRecord struct {
+	ID      string
+	RunID   string
+	Agent   string
+	Finding api.Finding
+	At      time.Time
+}
+
+// Findings stores findings. Lists are newest first.
+type Findings interface {
+	RecordFindings(ctx context.Context, runID, agent string, at time.Time, fs []api.Finding) error
+	ListFindings(ctx context.Context, agent string, p Page) ([]FindingRecord, string, error)
+}
+
+// Pulse state: the last run of one task of one agent.
+type PulseState struct {
+	Agent   string
+	Task    string // the task's stable key (its text hash or its text)
+	LastRun time.Time
+	Outcome string // completed|partial|failed
+	RunID   string
+}
+
+// PulseStore persists last-run times, so a restart neither re-runs a weekly
+// task nor forgets a daily one.
+type PulseStore interface {
+	PulseStates(ctx context.Context, agent string) ([]PulseState, error)
+	SetPulseState(ctx context.Context, s PulseState) error
+	// TryPulseLock takes the agent's pulse leadership if free (or already
+	// ours); release gives it back. Without a shared database it always wins.
+	TryPulseLock(ctx context.Context, agent, holder string, ttl time.Duration) (bool, error)
+}
+
+// MemoryFile is an agent memory file, /memories/<name>.md.
+type MemoryFile struct {
+	Agent     string
+	Path      string
+	Content   string
+	UpdatedAt time.Time
+}
+
+// Memories stores agent memory files, namespaced by agent.
+type Memories interface {
+	ReadMemory(ctx context.Context, agent, path string) (MemoryFile, error)
+	WriteMemory(ctx context.Context, f MemoryFile) error
+	ListMemory(ctx context.Context, agent string) ([]MemoryFile, error)
+}
+
+// A2AEntry is one message an agent sent or received.
+type A2AEntry struct {
+	ID           string
+	Agent        string // whose log this is
+	Direction    string // sent|received
+	Verb         string // ask|notify|delegate
+	Caller       string
+	Callee       string
+	Depth        int
+	DiscussionID string
+	TraceID      string
+	Text         string // the full message text
+	Data         json.RawMessage
+	Outcome      string // accepted|completed|failed|refused
+	Error        string
+	CallerRunID  string
+	CalleeRunID  string
+	Answer       string
+	At           time.Time
+	FinishedAt   *time.Time
+}
+
+// Audit is the A2A audit log. Lists are newest first.
+type Audit interface {
+	RecordA2A(ctx context.Context, e A2AEntry) error
+	UpdateA2A(ctx context.Context, e A2AEntry) error
+	ListA2A(ctx context.Context, agent string, p Page) ([]A2AEntry, string, error)
+}
+
+// Delivery stamps: the last body posted for one task to one target.
+type DeliveryStamp struct {
+	Agent    string
+	Task     string
+	Target   string
+	BodyHash string
+	At       time.Time
+}
+
+// Deliveries stores delivery stamps for report dedupe.
+type Deliveries interface {
+	LastDelivery(ctx context.Context, agent, task, target string) (DeliveryStamp, error)
+	StampDelivery(ctx context.Context, s DeliveryStamp) error
+}
+
+// AgentStore is everything an agent process needs.
+type AgentStore interface {
+	Runs
+	Findings
+	PulseStore
+	Memories
+	Audit
+	Deliveries
+	// Kind is "memory" or "postgres" (what /info and /ready report).
+	Kind() string
+	Ping(ctx context.Context) error
+}
