@@ -1,0 +1,172 @@
+// Package config reads the core's environment (ARCHITECTURE §10, core
+// environment) and refuses a configuration that cannot work: malformed
+// durations, an agent call timeout that is not below the alert cooldown,
+// unknown peers.
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// Defaults.
+const (
+	DefaultListenAddr      = ":8080"
+	DefaultPeerURLTemplate = "http://agent-{slug}.{namespace}.svc:8000"
+	DefaultNamespace       = "kubecrew"
+	DefaultCallTimeout     = 600 * time.Second
+	DefaultCooldown        = 30 * time.Minute
+	// ModelCallCeiling is the floor of one model call through the gateway
+	// (seed §22): a caller that hangs up sooner throws away finished work.
+	ModelCallCeiling = 400 * time.Second
+)
+
+// Config is the core's configuration.
+type Config struct {
+	ListenAddr      string
+	DatabaseURL     string
+	RoutesFile      string
+	PeerURLTemplate string
+	Namespace       string
+	// Peers maps every known agent slug to its base URL (AGENT_PEERS wins
+	// over the template).
+	Peers       map[string]string
+	CallTimeout time.Duration
+	Cooldown    time.Duration
+	AuthToken   string
+	LogLevel    zapcore.Level
+}
+
+// Load reads the configuration through getenv (os.Getenv in main, a map in
+// tests). Every error names the variable at fault.
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		ListenAddr:      or(getenv("LISTEN_ADDR"), DefaultListenAddr),
+		DatabaseURL:     strings.TrimSpace(getenv("DATABASE_URL")),
+		RoutesFile:      strings.TrimSpace(getenv("ROUTES_FILE")),
+		PeerURLTemplate: or(getenv("PEER_URL_TEMPLATE"), DefaultPeerURLTemplate),
+		Namespace:       or(getenv("AGENT_NAMESPACE"), DefaultNamespace),
+		AuthToken:       strings.TrimSpace(getenv("AUTH_TOKEN")),
+	}
+	var err error
+	if c.CallTimeout, err = duration(getenv, "AGENT_CALL_TIMEOUT", DefaultCallTimeout); err != nil {
+		return Config{}, err
+	}
+	if c.Cooldown, err = duration(getenv, "ALERT_COOLDOWN", DefaultCooldown); err != nil {
+		return Config{}, err
+	}
+	if c.CallTimeout >= c.Cooldown {
+		return Config{}, fmt.Errorf("AGENT_CALL_TIMEOUT (%s) must be less than ALERT_COOLDOWN (%s): otherwise an alert becomes eligible for a second investigation while the first is still running", c.CallTimeout, c.Cooldown)
+	}
+	if c.LogLevel, err = logLevel(getenv("LOG_LEVEL")); err != nil {
+		return Config{}, err
+	}
+	if !strings.Contains(c.PeerURLTemplate, "{slug}") {
+		return Config{}, fmt.Errorf("PEER_URL_TEMPLATE %q: must contain {slug}", c.PeerURLTemplate)
+	}
+	c.Peers = make(map[string]string, len(Fleet))
+	for _, a := range Fleet {
+		u := strings.ReplaceAll(c.PeerURLTemplate, "{slug}", a.Slug)
+		u = strings.ReplaceAll(u, "{namespace}", c.Namespace)
+		if err := checkURL(u); err != nil {
+			return Config{}, fmt.Errorf("PEER_URL_TEMPLATE %q: %w", c.PeerURLTemplate, err)
+		}
+		c.Peers[a.Slug] = strings.TrimRight(u, "/")
+	}
+	static, err := ParsePeers(getenv("AGENT_PEERS"))
+	if err != nil {
+		return Config{}, fmt.Errorf("AGENT_PEERS: %w", err)
+	}
+	for slug, u := range static {
+		c.Peers[slug] = u
+	}
+	return c, nil
+}
+
+// ParsePeers parses "slug=url,…". Persona names are accepted for slugs.
+func ParsePeers(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, u, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("entry %q: want slug=url", item)
+		}
+		slug, ok := ResolveAgent(name)
+		if !ok {
+			return nil, fmt.Errorf("entry %q: unknown agent %q (known: %s)", item, strings.TrimSpace(name), knownAgents())
+		}
+		u = strings.TrimSpace(u)
+		if err := checkURL(u); err != nil {
+			return nil, fmt.Errorf("entry %q: %w", item, err)
+		}
+		if _, dup := out[slug]; dup {
+			return nil, fmt.Errorf("agent %q listed twice", slug)
+		}
+		out[slug] = strings.TrimRight(u, "/")
+	}
+	return out, nil
+}
+
+func knownAgents() string {
+	names := make([]string, 0, len(Fleet))
+	for _, a := range Fleet {
+		names = append(names, a.Slug+" ("+a.Persona+")")
+	}
+	return strings.Join(names, ", ")
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("bad url %q: %w", s, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("bad url %q: want http(s)://host[:port]", s)
+	}
+	return nil
+}
+
+func duration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: malformed duration %q (want e.g. 600s, 30m)", name, v)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s: duration %q must be positive", name, v)
+	}
+	return d, nil
+}
+
+func logLevel(v string) (zapcore.Level, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return zapcore.InfoLevel, nil
+	}
+	var l zapcore.Level
+	if err := l.UnmarshalText([]byte(strings.ToLower(v))); err != nil {
+		return 0, fmt.Errorf("LOG_LEVEL: unknown level %q (want debug, info, warn or error)", v)
+	}
+	return l, nil
+}
+
+func or(v, def string) string {
+	if v = strings.TrimSpace(v); v != "" {
+		return v
+	}
+	return def
+}
