@@ -244,7 +244,9 @@ func contractEvents(t *testing.T, s fullStore, c *clock) {
 
 func contractFindings(t *testing.T, s fullStore, c *clock) {
 	ctx := context.Background()
-	f := func(k string) api.Finding { return api.Finding{Key: k, Severity: api.SeverityLow, Kind: "Pod", Name: k} }
+	f := func(k string) api.Finding {
+		return api.Finding{Key: k, Severity: api.SeverityLow, Kind: "Pod", Name: k}
+	}
 	mustNil(t, s.RecordFindings(ctx, "r1", "noor", c.Now(), []api.Finding{f("a"), f("b")}))
 	mustNil(t, s.RecordFindings(ctx, "r2", "sol", c.Now().Add(time.Second), []api.Finding{f("c")}))
 	mustNil(t, s.RecordFindings(ctx, "r3", "noor", time.Time{}, nil))
