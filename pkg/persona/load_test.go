@@ -150,9 +150,11 @@ func TestLoadErrors(t *testing.T) {
 			want:   []string{skill + ":1: no front matter"}, wantFile: skill, wantLine: 1,
 		},
 		{
-			name:   "front matter never closed",
-			change: func(f fstest.MapFS) { f[skill] = &fstest.MapFile{Data: []byte("---\nname: health-sweep\ndescription: d\n# body\n")} },
-			want:   []string{skill + ":1: front matter opened here is never closed"}, wantFile: skill, wantLine: 1,
+			name: "front matter never closed",
+			change: func(f fstest.MapFS) {
+				f[skill] = &fstest.MapFile{Data: []byte("---\nname: health-sweep\ndescription: d\n# body\n")}
+			},
+			want: []string{skill + ":1: front matter opened here is never closed"}, wantFile: skill, wantLine: 1,
 		},
 		{
 			name:   "front matter without name",
@@ -212,14 +214,18 @@ func TestLoadErrors(t *testing.T) {
 			want:   []string{"noor/skills/pvc-reader: skill directory has no SKILL.md"}, wantFile: "noor/skills/pvc-reader",
 		},
 		{
-			name:   "malformed agent.env line",
-			change: func(f fstest.MapFS) { f["noor/agent.env"] = &fstest.MapFile{Data: []byte("# c\nAGENT_TOOLS cluster_problems\n")} },
-			want:   []string{"noor/agent.env:2: expected KEY=VALUE"}, wantFile: "noor/agent.env", wantLine: 2,
+			name: "malformed agent.env line",
+			change: func(f fstest.MapFS) {
+				f["noor/agent.env"] = &fstest.MapFile{Data: []byte("# c\nAGENT_TOOLS cluster_problems\n")}
+			},
+			want: []string{"noor/agent.env:2: expected KEY=VALUE"}, wantFile: "noor/agent.env", wantLine: 2,
 		},
 		{
-			name:   "malformed PULSE.md",
-			change: func(f fstest.MapFS) { f["noor/PULSE.md"] = &fstest.MapFile{Data: []byte("## Daily\n\n- Housekeeping:\n  - prune\n")} },
-			want:   []string{"noor/PULSE.md:4: nested bullet"}, wantFile: "noor/PULSE.md", wantLine: 4,
+			name: "malformed PULSE.md",
+			change: func(f fstest.MapFS) {
+				f["noor/PULSE.md"] = &fstest.MapFile{Data: []byte("## Daily\n\n- Housekeeping:\n  - prune\n")}
+			},
+			want: []string{"noor/PULSE.md:4: nested bullet"}, wantFile: "noor/PULSE.md", wantLine: 4,
 		},
 		{
 			name: "every problem reported at once",
