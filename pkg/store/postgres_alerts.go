@@ -1,0 +1,250 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// lockKey maps a name to a transaction advisory lock key.
+func lockKey(kind, name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("kubecrew-" + kind + ":" + name))
+	return int64(h.Sum64())
+}
+
+const alertCols = `fingerprint, alertname, agent, firing, content_hash, first_seen, last_seen, last_investigated,
+	investigations, in_flight, investigation_id, pending`
+
+func scanAlertState(row pgx.Row) (AlertState, error) {
+	var s AlertState
+	var last *time.Time
+	err := row.Scan(&s.Fingerprint, &s.Alertname, &s.Agent, &s.Firing, &s.ContentHash, &s.FirstSeen, &s.LastSeen, &last,
+		&s.Investigations, &s.InFlight, &s.InvestigationID, &s.Pending)
+	if last != nil {
+		s.LastInvestigated = *last
+	}
+	return normAlertState(s), err
+}
+
+// ApplyAlert decides one alert in one transaction. It takes transaction
+// advisory locks on the agent, then on the fingerprint (always in that
+// order, so two deciders cannot deadlock), reads the state and the agent's
+// in-flight count, calls fn, and writes the state, the decision and, on a
+// dispatch, the investigation. Core replicas sharing the database therefore
+// dispatch each alert once and keep one alert run per agent.
+func (p *Postgres) ApplyAlert(ctx context.Context, fingerprint, agent string, fn DecideFunc, mkInv func(AlertDecision) *Investigation) (AlertDecision, error) {
+	if err := required("fingerprint", fingerprint); err != nil {
+		return AlertDecision{}, err
+	}
+	if err := required("agent", agent); err != nil {
+		return AlertDecision{}, err
+	}
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return AlertDecision{}, pgErr("apply alert", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit this is a no-op
+
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, lockKey("agent", agent))
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, lockKey("alert", fingerprint))
+	b.Queue(`SELECT `+alertCols+` FROM alert_state WHERE fingerprint=$1`, fingerprint)
+	b.Queue(`SELECT count(*) FROM alert_state WHERE agent=$1 AND in_flight`, agent)
+	br := tx.SendBatch(ctx, b)
+	var prev AlertState
+	var inFlight int
+	ok := true
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		prev, err = scanAlertState(br.QueryRow())
+		if errors.Is(err, pgx.ErrNoRows) {
+			prev, ok, err = AlertState{}, false, nil
+		}
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&inFlight)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return AlertDecision{}, pgErr("apply alert "+fingerprint, err)
+	}
+
+	d, st, inv, err := decide(fingerprint, agent, prev, ok, inFlight, fn, mkInv, p.now)
+	if err != nil {
+		return AlertDecision{}, err
+	}
+	b = &pgx.Batch{}
+	queueAlertState(b, st)
+	queueDecision(b, d, false)
+	if inv != nil {
+		if err := queueInvestigation(b, *inv, false); err != nil {
+			return AlertDecision{}, err
+		}
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return AlertDecision{}, pgErr("apply alert "+fingerprint, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return AlertDecision{}, pgErr("apply alert "+fingerprint, err)
+	}
+	return d, nil
+}
+
+func queueAlertState(b *pgx.Batch, s AlertState) {
+	var last any
+	if !s.LastInvestigated.IsZero() {
+		last = s.LastInvestigated
+	}
+	b.Queue(`INSERT INTO alert_state (`+alertCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+		ON CONFLICT (fingerprint) DO UPDATE SET alertname=EXCLUDED.alertname, agent=EXCLUDED.agent, firing=EXCLUDED.firing,
+			content_hash=EXCLUDED.content_hash, first_seen=EXCLUDED.first_seen, last_seen=EXCLUDED.last_seen,
+			last_investigated=EXCLUDED.last_investigated, investigations=EXCLUDED.investigations, in_flight=EXCLUDED.in_flight,
+			investigation_id=EXCLUDED.investigation_id, pending=EXCLUDED.pending`,
+		s.Fingerprint, s.Alertname, s.Agent, s.Firing, s.ContentHash, s.FirstSeen, s.LastSeen, last,
+		s.Investigations, s.InFlight, s.InvestigationID, s.Pending)
+}
+
+const decisionCols = `id, fingerprint, alertname, status, decision, agent, investigation_id, reason, at`
+
+func queueDecision(b *pgx.Batch, d AlertDecision, ignoreDup bool) {
+	q := `INSERT INTO alert_decisions (` + decisionCols + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)`
+	if ignoreDup {
+		q += ` ON CONFLICT DO NOTHING`
+	}
+	b.Queue(q, d.ID, d.Fingerprint, d.Alertname, d.Status, d.Decision, d.Agent, d.InvestigationID, d.Reason, d.At)
+}
+
+const invCols = `id, fingerprint, alertname, agent, run_id, status, findings, answer, error, alert, started_at, finished_at`
+
+func queueInvestigation(b *pgx.Batch, i Investigation, upsert bool) error {
+	fj, err := jsonArg(i.Findings, len(i.Findings) == 0)
+	if err != nil {
+		return err
+	}
+	q := `INSERT INTO investigations (` + invCols + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`
+	if upsert {
+		q += ` ON CONFLICT (id) DO UPDATE SET run_id=EXCLUDED.run_id, status=EXCLUDED.status, findings=EXCLUDED.findings,
+			answer=EXCLUDED.answer, error=EXCLUDED.error, finished_at=EXCLUDED.finished_at`
+	}
+	b.Queue(q, i.ID, i.Fingerprint, i.Alertname, i.Agent, i.RunID, i.Status, fj, i.Answer, i.Error, bytesArg(i.Alert), i.StartedAt, i.FinishedAt)
+	return nil
+}
+
+func scanInvestigation(row pgx.Row) (Investigation, error) {
+	var i Investigation
+	var fj []byte
+	err := row.Scan(&i.ID, &i.Fingerprint, &i.Alertname, &i.Agent, &i.RunID, &i.Status, &fj, &i.Answer, &i.Error, &i.Alert, &i.StartedAt, &i.FinishedAt)
+	if err != nil {
+		return Investigation{}, err
+	}
+	if len(fj) > 0 {
+		if err := json.Unmarshal(fj, &i.Findings); err != nil {
+			return Investigation{}, fmt.Errorf("investigation %s findings: %w", i.ID, err)
+		}
+	}
+	return normInvestigation(i), nil
+}
+
+// FinishInvestigation records the outcome of inv and, in the same
+// statement, frees the agent's slot held by the alert that dispatched it.
+func (p *Postgres) FinishInvestigation(ctx context.Context, inv Investigation) error {
+	inv, err := prepFinish(inv, p.now)
+	if err != nil {
+		return err
+	}
+	fj, err := jsonArg(inv.Findings, len(inv.Findings) == 0)
+	if err != nil {
+		return err
+	}
+	var n int
+	err = p.pool.QueryRow(ctx, `WITH inv AS (
+			UPDATE investigations SET status=$2, findings=$3, answer=$4, error=$5, finished_at=$6,
+				run_id=CASE WHEN $7 = '' THEN run_id ELSE $7 END
+			WHERE id=$1 RETURNING id),
+		freed AS (UPDATE alert_state SET in_flight=false WHERE in_flight AND investigation_id IN (SELECT id FROM inv) RETURNING 1)
+		SELECT count(*) FROM inv`,
+		inv.ID, inv.Status, fj, inv.Answer, inv.Error, inv.FinishedAt, inv.RunID).Scan(&n)
+	if err != nil {
+		return pgErr("investigation "+inv.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("investigation %s: %w", inv.ID, ErrNotFound)
+	}
+	return nil
+}
+
+// GetInvestigation returns one investigation or ErrNotFound.
+func (p *Postgres) GetInvestigation(ctx context.Context, id string) (Investigation, error) {
+	i, err := scanInvestigation(p.pool.QueryRow(ctx, `SELECT `+invCols+` FROM investigations WHERE id=$1`, id))
+	return i, pgErr("investigation "+id, err)
+}
+
+// ListInvestigations lists investigations newest first (by start, then id).
+func (p *Postgres) ListInvestigations(ctx context.Context, pg Page) ([]Investigation, string, error) {
+	c, err := decodeCursor(pg.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := pg.limit()
+	rows, err := p.pool.Query(ctx, `SELECT `+invCols+` FROM investigations WHERE (NOT $1 OR (started_at, id) < ($2, $3))
+		ORDER BY started_at DESC, id DESC LIMIT $4`, c.ok, c.at, c.id, limit+1)
+	if err != nil {
+		return nil, "", pgErr("list investigations", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Investigation, error) { return scanInvestigation(row) })
+	if err != nil {
+		return nil, "", pgErr("list investigations", err)
+	}
+	return cut(out, limit, func(i Investigation) (time.Time, string) { return i.StartedAt, i.ID })
+}
+
+// ListDecisions lists decisions newest first (by time, then id).
+func (p *Postgres) ListDecisions(ctx context.Context, pg Page) ([]AlertDecision, string, error) {
+	c, err := decodeCursor(pg.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := pg.limit()
+	rows, err := p.pool.Query(ctx, `SELECT `+decisionCols+` FROM alert_decisions WHERE (NOT $1 OR (at, id) < ($2, $3))
+		ORDER BY at DESC, id DESC LIMIT $4`, c.ok, c.at, c.id, limit+1)
+	if err != nil {
+		return nil, "", pgErr("list decisions", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AlertDecision, error) {
+		var d AlertDecision
+		err := row.Scan(&d.ID, &d.Fingerprint, &d.Alertname, &d.Status, &d.Decision, &d.Agent, &d.InvestigationID, &d.Reason, &d.At)
+		return normDecision(d), err
+	})
+	if err != nil {
+		return nil, "", pgErr("list decisions", err)
+	}
+	return cut(out, limit, func(d AlertDecision) (time.Time, string) { return d.At, d.ID })
+}
+
+// PendingAlerts lists agent's alerts decided busy, oldest first.
+func (p *Postgres) PendingAlerts(ctx context.Context, agent string) ([]AlertState, error) {
+	rows, err := p.pool.Query(ctx, `SELECT `+alertCols+` FROM alert_state WHERE agent=$1 AND pending
+		ORDER BY first_seen, fingerprint`, agent)
+	if err != nil {
+		return nil, pgErr("pending alerts", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AlertState, error) { return scanAlertState(row) })
+	return out, pgErr("pending alerts", err)
+}
+
+// GetAlertState returns one alert's state or ErrNotFound.
+func (p *Postgres) GetAlertState(ctx context.Context, fingerprint string) (AlertState, error) {
+	s, err := scanAlertState(p.pool.QueryRow(ctx, `SELECT `+alertCols+` FROM alert_state WHERE fingerprint=$1`, fingerprint))
+	return s, pgErr("alert "+fingerprint, err)
+}
