@@ -170,3 +170,7 @@ func checkFactor(factor float64) error {
 	}
 	return nil
 }
+
+func ratioOf(o, n *big.Rat) (float64, bool) {
+	return new(big.Rat).Quo(n, o).Float64()
+}

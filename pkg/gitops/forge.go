@@ -1,0 +1,156 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+)
+
+// PR states.
+const (
+	StateOpen   = "open"
+	StateMerged = "merged"
+	StateClosed = "closed"
+)
+
+// Review verdicts.
+const (
+	VerdictApprove        = "approve"
+	VerdictRequestChanges = "request_changes"
+	VerdictComment        = "comment"
+)
+
+// AgentBranchPrefix is the only branch prefix the agents' PR tools reach.
+const AgentBranchPrefix = "agent/fix/"
+
+// PR is a pull request as every forge reports it.
+type PR struct {
+	Number    int       `json:"number"`
+	Title     string    `json:"title"`
+	Body      string    `json:"body"`
+	Branch    string    `json:"branch"`
+	Base      string    `json:"base"`
+	Author    string    `json:"author"` // the proposing agent's slug (or the forge user when no agent is named)
+	State     string    `json:"state"`  // open|merged|closed
+	CreatedAt time.Time `json:"created_at"`
+	URL       string    `json:"url"`
+	Files     []string  `json:"files,omitempty"` // informational; the gates trust only the diff
+}
+
+// Review is one review of a PR.
+type Review struct {
+	Reviewer string    `json:"reviewer"`
+	Verdict  string    `json:"verdict"` // approve|request_changes|comment
+	Body     string    `json:"body"`
+	At       time.Time `json:"at"`
+}
+
+// Forge is a Git hosting service holding the GitOps repository: files are
+// read from the base branch, changes arrive as pull requests.
+type Forge interface {
+	// ReadFile returns a file from the base branch; ErrNotFound when absent.
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// ListFiles lists the files under dir on the base branch, recursively
+	// ("" = the whole repository), as repository-relative paths.
+	ListFiles(ctx context.Context, dir string) ([]string, error)
+	// OpenPR creates branch from the base with one commit that sets path to
+	// content, and opens a pull request from it. When the branch already has
+	// an open PR it opens nothing and returns that PR with a *PRExistsError
+	// (errors.Is(err, ErrPRExists)).
+	OpenPR(ctx context.Context, branch, path string, content []byte, title, body, author string) (PR, error)
+	// ListPRs lists PRs in state (open|merged|closed; "" or "all" = every state).
+	ListPRs(ctx context.Context, state string) ([]PR, error)
+	GetPR(ctx context.Context, number int) (PR, error)
+	// Diff returns the PR's unified diff against its base.
+	Diff(ctx context.Context, number int) (string, error)
+	Reviews(ctx context.Context, number int) ([]Review, error)
+	SubmitReview(ctx context.Context, number int, r Review) error
+	// Merge merges the PR into its base ("merge" = merge commit, the default;
+	// "squash"; local forge also "fast-forward").
+	Merge(ctx context.Context, number int, method string) error
+}
+
+// ErrPRExists is wrapped by OpenPR when the branch already has an open PR.
+var ErrPRExists = errors.New("an open pull request already exists for this branch")
+
+// PRExistsError carries the PR that already exists.
+type PRExistsError struct{ PR PR }
+
+func (e *PRExistsError) Error() string {
+	return fmt.Sprintf("%v: #%d (%s)", ErrPRExists, e.PR.Number, e.PR.Branch)
+}
+
+func (e *PRExistsError) Unwrap() error { return ErrPRExists }
+
+// IsAgentBranch reports whether branch is an agent-proposed fix branch.
+func IsAgentBranch(branch string) bool {
+	return strings.HasPrefix(branch, AgentBranchPrefix) && len(branch) > len(AgentBranchPrefix)
+}
+
+// BranchFor returns the deterministic branch of a finding key.
+func BranchFor(findingKey string) (string, error) {
+	if err := validKey(findingKey); err != nil {
+		return "", err
+	}
+	return AgentBranchPrefix + findingKey, nil
+}
+
+func validKey(k string) error {
+	if k == "" || len(k) > 120 {
+		return fmt.Errorf("finding key %q must be 1-120 characters", k)
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return fmt.Errorf("finding key %q may hold only a-z, 0-9 and '-' (use api.Finding.DeriveKey)", k)
+		}
+	}
+	if k[0] == '-' || k[len(k)-1] == '-' {
+		return fmt.Errorf("finding key %q may not start or end with '-'", k)
+	}
+	return nil
+}
+
+func validState(s string) (string, error) {
+	switch s {
+	case "", "all":
+		return "", nil
+	case StateOpen, StateMerged, StateClosed:
+		return s, nil
+	}
+	return "", fmt.Errorf("unknown PR state %q (want open, merged, closed or all)", s)
+}
+
+func validVerdict(v string) error {
+	switch v {
+	case VerdictApprove, VerdictRequestChanges, VerdictComment:
+		return nil
+	}
+	return fmt.Errorf("unknown verdict %q (want approve, request_changes or comment)", v)
+}
+
+// cleanRepoPath validates a repository-relative path. dir allows "".
+func cleanRepoPath(p string, dir bool) (string, error) {
+	if p == "" || p == "." || p == "/" {
+		if dir {
+			return "", nil
+		}
+		return "", errors.New("a file path is required")
+	}
+	if strings.ContainsAny(p, "\x00\n\r\\") || strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("invalid repository path %q", p)
+	}
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") || c == "." {
+		return "", fmt.Errorf("invalid repository path %q", p)
+	}
+	for _, seg := range strings.Split(c, "/") {
+		if seg == ".git" {
+			return "", fmt.Errorf("invalid repository path %q", p)
+		}
+	}
+	return c, nil
+}
