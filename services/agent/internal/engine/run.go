@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/pkg/tools"
+)
+
+// Run is one run in flight: what playbooks, backstops and built-in tools
+// see of it. Its methods are safe for concurrent use.
+type Run struct {
+	ID      string
+	Req     api.RunRequest
+	Mode    tools.Mode
+	Tools   tools.Set // after the name gate: all this run may call
+	Persona *persona.Persona
+	Started time.Time
+
+	e    *Engine
+	log  *zap.Logger
+	done chan struct{}
+
+	mu         sync.Mutex
+	seq        int
+	reported   []api.Finding
+	answer     string
+	verdict    string
+	delegation *api.Delegation
+	calls      map[string]int // tool name → calls made
+	result     api.RunResult
+}
+
+type runKey struct{}
+
+// RunFrom returns the run a tool is called in, or nil outside a run.
+func RunFrom(ctx context.Context) *Run {
+	r, _ := ctx.Value(runKey{}).(*Run)
+	return r
+}
+
+// Log returns the run's logger.
+func (r *Run) Log() *zap.Logger { return r.log }
+
+// Store returns the agent's store.
+func (r *Run) Store() store.AgentStore { return r.e.opts.Store }
+
+// Agent returns the agent's persona identity.
+func (r *Run) Agent() persona.Info { return r.e.opts.Agent }
+
+// ReportFinding records a finding (report_finding, playbooks). Findings
+// recorded this way win over every other source.
+func (r *Run) ReportFinding(f api.Finding) api.Finding {
+	f = normalizeFinding(f)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, g := range r.reported {
+		if g.Key == f.Key {
+			r.reported[i] = f
+			return f
+		}
+	}
+	r.reported = append(r.reported, f)
+	return f
+}
+
+// Reported returns the findings recorded so far.
+func (r *Run) Reported() []api.Finding {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]api.Finding(nil), r.reported...)
+}
+
+// SetAnswer sets the run's answer (playbooks).
+func (r *Run) SetAnswer(s string) { r.mu.Lock(); r.answer = s; r.mu.Unlock() }
+
+// SetVerdict sets the run's verdict (playbooks).
+func (r *Run) SetVerdict(s string) { r.mu.Lock(); r.verdict = s; r.mu.Unlock() }
+
+// SetDelegation records a hand-off decision and its outcome.
+func (r *Run) SetDelegation(d api.Delegation) { r.mu.Lock(); r.delegation = &d; r.mu.Unlock() }
+
+// Delegation returns the hand-off recorded so far, if any.
+func (r *Run) Delegation() *api.Delegation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.delegation == nil {
+		return nil
+	}
+	d := *r.delegation
+	return &d
+}
+
+// Calls returns how many times the run called the named tool.
+func (r *Run) Calls(name string) int { r.mu.Lock(); defer r.mu.Unlock(); return r.calls[name] }
+
+// Event appends a trace event. A store failure is logged, never fatal: the
+// trace must not fail the run.
+func (r *Run) Event(ctx context.Context, typ string, data any) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		raw, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
+	}
+	r.mu.Lock()
+	r.seq++
+	ev := store.Event{RunID: r.ID, Seq: r.seq, Time: r.e.now().UTC(), Type: typ, Data: raw}
+	r.mu.Unlock()
+	if err := r.e.opts.Store.AppendEvents(context.WithoutCancel(ctx), ev); err != nil {
+		r.log.Warn("trace event not recorded", zap.String("event", typ), zap.Error(err))
+	}
+}
+
+// CallTool calls a tool of the run by name through the gated set, records
+// tool_call / tool_result (and guard_denied) in the trace, and counts it.
+// Args may be a json.RawMessage or any value to marshal.
+func (r *Run) CallTool(ctx context.Context, id, name string, args any) (out, outcome string) {
+	var raw json.RawMessage
+	switch a := args.(type) {
+	case json.RawMessage:
+		raw = a
+	case []byte:
+		raw = a
+	case string:
+		raw = json.RawMessage(a)
+	default:
+		raw, _ = json.Marshal(a)
+	}
+	r.Event(ctx, "tool_call", map[string]any{"id": id, "name": name, "args": rawOrString(raw)})
+	start := r.e.now()
+	if _, ok := r.Tools.Get(name); !ok {
+		if _, exists := r.e.opts.Tools.Get(name); exists {
+			// The name gate removed it: an autonomous run asked for a tool it may not have.
+			out = "ERROR: " + name + " is not available in an autonomous run (" + r.Req.WorkflowType + "); it was removed by the safety gate"
+			outcome = tools.OutcomeDenied
+			r.Event(ctx, "guard_denied", map[string]any{"gate": "name", "tool": name, "workflow_type": r.Req.WorkflowType})
+			r.e.metrics.guardDenials.WithLabelValues("name").Inc()
+		}
+	}
+	if outcome == "" {
+		out, outcome = r.Tools.Call(ctx, name, raw, r.e.opts.ToolOutputMax)
+		if outcome == tools.OutcomeDenied {
+			r.Event(ctx, "guard_denied", map[string]any{"gate": "execution", "tool": name, "message": out})
+			r.e.metrics.guardDenials.WithLabelValues("execution").Inc()
+		}
+	}
+	r.mu.Lock()
+	if r.calls == nil {
+		r.calls = map[string]int{}
+	}
+	r.calls[name]++
+	r.mu.Unlock()
+	r.e.metrics.toolCalls.WithLabelValues(metricToolName(r.e.opts.Tools, name), outcome).Inc()
+	r.Event(ctx, "tool_result", map[string]any{"id": id, "name": name, "outcome": outcome,
+		"output": out, "duration_ms": r.e.now().Sub(start).Milliseconds()})
+	return out, outcome
+}
+
+// metricToolName keeps the label bounded: a name the model invented is
+// counted as "unknown".
+func metricToolName(all tools.Set, name string) string {
+	if _, ok := all.Get(name); ok {
+		return name
+	}
+	return "unknown"
+}
+
+func rawOrString(raw []byte) any {
+	if json.Valid(raw) {
+		return json.RawMessage(raw)
+	}
+	return string(raw)
+}
+
+// Done is closed when the run has finished and its record is written.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Result returns the final result; valid after Done.
+func (r *Run) Result() api.RunResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.result
+}
+
+// Wait blocks until the run finishes or ctx ends.
+func (r *Run) Wait(ctx context.Context) (api.RunResult, error) {
+	select {
+	case <-r.done:
+		return r.Result(), nil
+	case <-ctx.Done():
+		return api.RunResult{}, context.Cause(ctx)
+	}
+}

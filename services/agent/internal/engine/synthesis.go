@@ -1,0 +1,223 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/sashabaranov/go-openai/jsonschema"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/safetext"
+)
+
+// DiagnosticReport is what the synthesis pass asks the model for.
+type DiagnosticReport struct {
+	Healthy  bool          `json:"healthy" description:"true when nothing is wrong"`
+	Findings []api.Finding `json:"findings" description:"every distinct problem, one finding each"`
+	Verdict  string        `json:"verdict" description:"healthy, issues_found, action_taken, recommendation, approve, request_changes or comment"`
+	Summary  string        `json:"summary" description:"one or two sentences"`
+}
+
+const synthesisPrompt = `You turn an agent's transcript into a DiagnosticReport.
+Use only evidence in the transcript. Record every distinct problem as its own finding; do not merge unrelated problems.
+Severity is one of critical, high, medium, low. If nothing is wrong set healthy=true and findings=[].
+Answer with the JSON object only.`
+
+var reportSchema = func() json.RawMessage {
+	def, err := jsonschema.GenerateSchemaForType(DiagnosticReport{})
+	if err != nil {
+		panic(err)
+	}
+	raw, _ := json.Marshal(def)
+	return raw
+}()
+
+// synthesize runs the narrow second pass, with one retry. It returns nil
+// when both attempts fail; the caller falls back.
+func (e *Engine) synthesize(ctx context.Context, r *Run, o *outcome, msgs []openai.ChatCompletionMessage) *DiagnosticReport {
+	if ctx.Err() != nil {
+		return nil
+	}
+	transcript := renderTranscript(msgs)
+	req := openai.ChatCompletionRequest{
+		Messages: []openai.ChatCompletionMessage{
+			{Role: openai.ChatMessageRoleSystem, Content: synthesisPrompt},
+			{Role: openai.ChatMessageRoleUser, Content: transcript},
+		},
+		Temperature: e.opts.Temperature,
+		ResponseFormat: &openai.ChatCompletionResponseFormat{
+			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
+				Name: "DiagnosticReport", Schema: rawSchema(reportSchema), Strict: true,
+			},
+		},
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		actx, cancel := context.WithTimeoutCause(ctx, e.opts.SynthesisTimeout,
+			fmt.Errorf("synthesis attempt %d exceeded SYNTHESIS_TIMEOUT (%s)", attempt, e.opts.SynthesisTimeout))
+		resp, endpoint, err := e.opts.Model.Chat(actx, req)
+		cancel()
+		if err == nil {
+			o.tokens.Prompt += resp.Usage.PromptTokens
+			o.tokens.Completion += resp.Usage.CompletionTokens
+		}
+		var rep *DiagnosticReport
+		if err == nil {
+			if len(resp.Choices) == 0 {
+				err = fmt.Errorf("no choices")
+			} else if rep, err = parseReport(resp.Choices[0].Message.Content); err == nil {
+				r.Event(ctx, "synthesis", map[string]any{"attempt": attempt, "endpoint": endpoint,
+					"findings": len(rep.Findings), "verdict": rep.Verdict})
+				return rep
+			}
+		}
+		r.Event(ctx, "synthesis", map[string]any{"attempt": attempt, "error": err.Error()})
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+type rawSchema json.RawMessage
+
+func (s rawSchema) MarshalJSON() ([]byte, error) { return s, nil }
+
+func parseReport(s string) (*DiagnosticReport, error) {
+	s = strings.TrimSpace(s)
+	if m := fenced.FindStringSubmatch(s); m != nil {
+		s = m[1]
+	}
+	var rep DiagnosticReport
+	dec := json.NewDecoder(strings.NewReader(s))
+	if err := dec.Decode(&rep); err != nil {
+		return nil, fmt.Errorf("synthesis did not return the JSON report: %w", err)
+	}
+	return &rep, nil
+}
+
+func renderTranscript(msgs []openai.ChatCompletionMessage) string {
+	var b strings.Builder
+	for _, m := range msgs[1:] { // the system prompt is not evidence
+		switch m.Role {
+		case openai.ChatMessageRoleTool:
+			fmt.Fprintf(&b, "[tool %s result]\n%s\n\n", m.Name, m.Content)
+		case openai.ChatMessageRoleAssistant:
+			for _, tc := range m.ToolCalls {
+				fmt.Fprintf(&b, "[assistant called %s %s]\n", tc.Function.Name, tc.Function.Arguments)
+			}
+			if m.Content != "" {
+				fmt.Fprintf(&b, "[assistant]\n%s\n\n", m.Content)
+			}
+		default:
+			fmt.Fprintf(&b, "[%s]\n%s\n\n", m.Role, m.Content)
+		}
+	}
+	return b.String()
+}
+
+// deliver applies the delivery precedence: findings recorded by
+// report_finding (or a playbook) > synthesis findings > findings parsed from
+// the cleaned prose. It returns the findings and which source won.
+func deliver(reported []api.Finding, syn *DiagnosticReport, answer string) ([]api.Finding, string) {
+	if len(reported) > 0 {
+		return sortFindings(reported), "report_finding"
+	}
+	if syn != nil && len(syn.Findings) > 0 {
+		return sortFindings(normalizeAll(syn.Findings)), "synthesis"
+	}
+	if fs := proseFindings(answer); len(fs) > 0 {
+		return sortFindings(normalizeAll(fs)), "prose"
+	}
+	return nil, "none"
+}
+
+var fenced = regexp.MustCompile("(?s)```(?:json)?\\s*\\n(.*?)\\n```")
+
+// proseFindings reads the optional trailing JSON block of the output
+// contract ({"verdict", "findings"}), or an answer that is itself JSON.
+func proseFindings(answer string) []api.Finding {
+	blocks := fenced.FindAllStringSubmatch(answer, -1)
+	cands := []string{}
+	for i := len(blocks) - 1; i >= 0; i-- {
+		cands = append(cands, blocks[i][1])
+	}
+	cands = append(cands, strings.TrimSpace(answer))
+	for _, c := range cands {
+		var v struct {
+			Findings []api.Finding `json:"findings"`
+		}
+		if json.Unmarshal([]byte(c), &v) == nil && len(v.Findings) > 0 {
+			return v.Findings
+		}
+	}
+	return nil
+}
+
+func normalizeAll(fs []api.Finding) []api.Finding {
+	out := make([]api.Finding, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, normalizeFinding(f))
+	}
+	return out
+}
+
+// normalizeFinding cleans model-provided text and fills the key.
+func normalizeFinding(f api.Finding) api.Finding {
+	f.Severity = strings.ToLower(strings.TrimSpace(f.Severity))
+	if !api.ValidSeverity(f.Severity) {
+		f.Severity = api.SeverityMedium
+	}
+	f.Kind = safetext.Clean(f.Kind, 63)
+	f.Namespace = safetext.Clean(f.Namespace, 253)
+	f.Name = safetext.Clean(f.Name, 253)
+	f.Container = safetext.Clean(f.Container, 253)
+	f.Reason = safetext.Clean(f.Reason, 200)
+	f.Detail = safetext.Clean(f.Detail, 1000)
+	f.Remediation = safetext.Clean(f.Remediation, 1000)
+	if f.Confidence < 0 || f.Confidence > 1 {
+		f.Confidence = 0
+	}
+	if strings.TrimSpace(f.Key) == "" {
+		f.Key = f.DeriveKey()
+	} else {
+		f.Key = safetext.Clean(f.Key, 200)
+	}
+	return f
+}
+
+func sortFindings(fs []api.Finding) []api.Finding {
+	out := append([]api.Finding(nil), fs...)
+	// stable insertion sort: severity first, then key, so equal input gives equal output
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && less(out[j], out[j-1]); j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+func less(a, b api.Finding) bool {
+	ra, rb := api.SeverityRank(a.Severity), api.SeverityRank(b.Severity)
+	if ra != rb {
+		return ra < rb
+	}
+	return a.Key < b.Key
+}
+
+// cleanAnswer strips a trailing output-contract JSON block that only carried
+// findings, and surrounding space, so the answer reads as prose.
+func cleanAnswer(s string) string {
+	s = strings.TrimSpace(s)
+	if loc := fenced.FindAllStringIndex(s, -1); len(loc) > 0 {
+		last := loc[len(loc)-1]
+		if last[1] == len(s) && last[0] > 0 {
+			s = strings.TrimSpace(s[:last[0]])
+		}
+	}
+	return s
+}

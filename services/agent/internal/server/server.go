@@ -1,0 +1,330 @@
+// Package server is the agent's HTTP surface (ARCHITECTURE §10): POST /run,
+// GET /runs/{id}, /health, /ready, /info, /metrics. Other packages mount
+// their routes (A2A, pulse) on the same router through Handle.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
+)
+
+// MaxBodyBytes bounds every request body.
+const MaxBodyBytes = 1 << 20
+
+// Check is one readiness component.
+type Check struct {
+	Name string
+	// Critical checks make /ready answer 503 when they fail; the others are
+	// reported but keep the agent ready (it still serves what it can).
+	Critical bool
+	Func     func(ctx context.Context) (state string, err error)
+}
+
+// Deps are the server's dependencies.
+type Deps struct {
+	Engine    *engine.Engine
+	Store     store.AgentStore
+	Info      func() any // GET /info body
+	Checks    []Check
+	AuthToken string
+	Gatherer  prometheus.Gatherer
+	Log       *zap.Logger
+}
+
+// Server is the agent's HTTP handler.
+type Server struct {
+	d        Deps
+	r        chi.Router
+	draining atomic.Bool
+}
+
+// New builds the router.
+func New(d Deps) *Server {
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	if d.Gatherer == nil {
+		d.Gatherer = prometheus.DefaultGatherer
+	}
+	s := &Server{d: d, r: chi.NewRouter()}
+	s.r.Use(middleware.Recoverer)
+	s.r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	s.r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path))
+	})
+	s.r.Get("/health", s.health)
+	s.r.Get("/ready", s.ready)
+	s.r.Get("/info", s.info)
+	s.r.Handle("/metrics", promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{}))
+	s.r.With(s.RequireAuth).Post("/run", s.run)
+	s.r.Get("/runs", s.listRuns)
+	s.r.Get("/runs/{id}", s.getRun)
+	s.r.Get("/runs/{id}/trace", s.getTrace)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.r.ServeHTTP(w, r) }
+
+// Router exposes the router so other packages can mount routes.
+func (s *Server) Router() chi.Router { return s.r }
+
+// Drain makes /ready answer 503 (shutdown in progress).
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// RequireAuth protects a route with the bearer AUTH_TOKEN when one is set.
+func (s *Server) RequireAuth(next http.Handler) http.Handler {
+	return BearerAuth(s.d.AuthToken)(next)
+}
+
+// BearerAuth returns middleware requiring "Authorization: Bearer token";
+// with an empty token it lets everything through.
+func BearerAuth(token string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if token == "" {
+			return next
+		}
+		want := []byte("Bearer " + token)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got := []byte(r.Header.Get("Authorization"))
+			if subtle.ConstantTimeCompare(got, want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="kubecrew"`)
+				WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <AUTH_TOKEN>)")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// WriteJSON writes v with status code.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// WriteError writes {"error": msg}.
+func WriteError(w http.ResponseWriter, code int, msg string) {
+	WriteJSON(w, code, api.ErrorBody{Error: msg})
+}
+
+// DecodeStrict reads a JSON body into v: bounded size, unknown fields and
+// trailing data rejected. It writes the 4xx answer itself and returns false
+// on failure.
+func DecodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		WriteError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q: send application/json", ct))
+		return false
+	}
+	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", MaxBodyBytes))
+		case errors.Is(err, io.EOF):
+			WriteError(w, http.StatusBadRequest, "empty request body: send a JSON object")
+		default:
+			WriteError(w, http.StatusBadRequest, "malformed request: "+strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return false
+	}
+	if dec.More() {
+		WriteError(w, http.StatusBadRequest, "malformed request: trailing data after the JSON object")
+		return false
+	}
+	return true
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	body := map[string]any{}
+	ok := !s.draining.Load()
+	if !ok {
+		body["shutdown"] = "draining"
+	}
+	for _, c := range s.d.Checks {
+		state, err := c.Func(ctx)
+		if err != nil {
+			state = "unavailable: " + err.Error()
+			if c.Critical {
+				ok = false
+			}
+		}
+		body[c.Name] = state
+	}
+	body["ready"] = ok
+	code := http.StatusOK
+	if !ok {
+		code = http.StatusServiceUnavailable
+	}
+	WriteJSON(w, code, body)
+}
+
+func (s *Server) info(w http.ResponseWriter, _ *http.Request) {
+	WriteJSON(w, http.StatusOK, s.d.Info())
+}
+
+func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	var req api.RunRequest
+	if !DecodeStrict(w, r, &req) {
+		return
+	}
+	run, err := s.d.Engine.Start(r.Context(), req)
+	var ve *engine.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		WriteError(w, http.StatusBadRequest, ve.Msg)
+		return
+	case errors.Is(err, engine.ErrShuttingDown):
+		WriteError(w, http.StatusServiceUnavailable, "agent is shutting down")
+		return
+	case err != nil:
+		WriteError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if async, _ := strconv.ParseBool(r.URL.Query().Get("async")); async {
+		w.Header().Set("Location", "/runs/"+run.ID)
+		WriteJSON(w, http.StatusAccepted, map[string]string{"run_id": run.ID, "status": api.StatusRunning, "agent": s.d.Engine.Agent().Slug})
+		return
+	}
+	res, err := run.Wait(r.Context())
+	if err != nil {
+		// The client hung up: the run goes on and is recorded.
+		s.d.Log.Info("client left before the run finished; it continues", zap.String("run_id", run.ID))
+		return
+	}
+	WriteJSON(w, http.StatusOK, res)
+}
+
+// RunView is GET /runs/{id}: the result and the full trace.
+type RunView struct {
+	api.RunResult
+	Task         string            `json:"task"`
+	Context      map[string]string `json:"context,omitempty"`
+	Caller       string            `json:"caller,omitempty"`
+	SocialDepth  int               `json:"social_depth"`
+	DiscussionID string            `json:"discussion_id,omitempty"`
+	Trace        []store.Event     `json:"trace"`
+}
+
+// ResultOf converts a stored run to its wire result.
+func ResultOf(rec store.Run) api.RunResult {
+	fs := rec.Findings
+	if fs == nil {
+		fs = []api.Finding{}
+	}
+	return api.RunResult{
+		RunID: rec.ID, Agent: rec.Agent, WorkflowType: rec.WorkflowType, Status: rec.Status,
+		Answer: rec.Answer, Verdict: rec.Verdict, Findings: fs, Iterations: rec.Iterations,
+		Tokens: rec.Tokens, StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, Error: rec.Error,
+		Delegation: rec.Delegation,
+	}
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	rec, err := s.d.Store.GetRun(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		WriteError(w, http.StatusNotFound, fmt.Sprintf("no run %q", id))
+		return
+	}
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, "reading run: "+err.Error())
+		return
+	}
+	evs, err := s.d.Store.Events(r.Context(), id)
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, "reading trace: "+err.Error())
+		return
+	}
+	if evs == nil {
+		evs = []store.Event{}
+	}
+	WriteJSON(w, http.StatusOK, RunView{RunResult: ResultOf(rec), Task: rec.Task, Context: rec.Context,
+		Caller: rec.Caller, SocialDepth: rec.SocialDepth, DiscussionID: rec.DiscussionID, Trace: evs})
+}
+
+func (s *Server) getTrace(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if _, err := s.d.Store.GetRun(r.Context(), id); errors.Is(err, store.ErrNotFound) {
+		WriteError(w, http.StatusNotFound, fmt.Sprintf("no run %q", id))
+		return
+	}
+	evs, err := s.d.Store.Events(r.Context(), id)
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, "reading trace: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	for _, ev := range evs {
+		_ = enc.Encode(ev)
+	}
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	p, ok := ParsePage(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	runs, next, err := s.d.Store.ListRuns(r.Context(), store.RunFilter{
+		WorkflowType: q.Get("workflow_type"), Status: q.Get("status"),
+	}, p)
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	items := make([]api.RunResult, 0, len(runs))
+	for _, rec := range runs {
+		items = append(items, ResultOf(rec))
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "next_cursor": next})
+}
+
+// ParsePage reads ?limit=&cursor=, answering 400 for a bad limit.
+func ParsePage(w http.ResponseWriter, r *http.Request) (store.Page, bool) {
+	q := r.URL.Query()
+	p := store.Page{Cursor: q.Get("cursor")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > store.MaxLimit {
+			WriteError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a whole number from 1 to %d", store.MaxLimit))
+			return p, false
+		}
+		p.Limit = n
+	}
+	return p, true
+}
