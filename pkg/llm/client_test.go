@@ -23,6 +23,8 @@ const (
 
 const badGatewayHTML = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>\r\n"
 
+const completionJSON = `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"labelled html"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`
+
 func chatRequest() openai.ChatCompletionRequest {
 	return openai.ChatCompletionRequest{
 		Messages: []openai.ChatCompletionMessage{
@@ -246,6 +248,31 @@ func TestChatFailover(t *testing.T) {
 			primary: []llmtest.Reply{llmtest.Status(200, `{"id":"x","object":"chat.completion","choices":[]}`, "application/json")},
 			want: want{primaryReqs: 1, kind: llm.KindInvalidResponse, failures: 1,
 				errContains: []string{"no choices"}},
+		},
+		{
+			name:    "a JSON answer mislabelled text/html is still an answer",
+			primary: []llmtest.Reply{llmtest.Status(200, completionJSON, "text/html; charset=utf-8")},
+			want:    want{endpoint: "primary", attempts: 1, primaryReqs: 1, contentAnswer: "labelled html"},
+		},
+		{
+			name:    "an empty text/html 502 is an HTML error",
+			primary: []llmtest.Reply{llmtest.Status(502, "", "text/html")},
+			want: want{primaryReqs: 1, kind: llm.KindHTML, status: 502, failures: 1,
+				errContains: []string{"HTML page instead of JSON (HTTP 502)"}},
+		},
+		{
+			name:     "Ollama-style 404 names the model and what to check",
+			primary:  []llmtest.Reply{llmtest.Status(404, `{"error":"model \"llama9\" not found, try pulling it first"}`, "application/json")},
+			fallback: []llmtest.Reply{llmtest.Text("never sent")},
+			want: want{primaryReqs: 1, kind: llm.KindNotFound, status: 404, failures: 1,
+				errContains: []string{"model m-primary", "LLM_BASE_URL (should end in /v1)", `model "llama9" not found, try pulling it first`}},
+		},
+		{
+			name:     "a gateway 408 fails over like a timeout",
+			primary:  []llmtest.Reply{llmtest.APIError(408, "upstream request timeout")},
+			fallback: []llmtest.Reply{llmtest.Text("ok")},
+			want: want{endpoint: "fallback", attempts: 2, primaryReqs: 1, fallbackReqs: 1, contentAnswer: "ok",
+				observe: []string{"primary:timeout", "fallback:ok"}},
 		},
 		{
 			name:    "an answer slower than nothing but within the timeout is fine",

@@ -129,12 +129,15 @@ func (w *wireDoer) classify(resp *http.Response, body []byte) *Error {
 	}
 }
 
+// isHTML: the body starts with '<', or the content type says HTML and the
+// body is not JSON after all (a mislabelled JSON answer is still usable).
 func isHTML(contentType string, body []byte) bool {
-	if mt, _, err := mime.ParseMediaType(contentType); err == nil && (mt == "text/html" || mt == "application/xhtml+xml") {
+	t := bytes.TrimLeft(body, " \t\r\n\ufeff")
+	if len(t) > 0 && t[0] == '<' {
 		return true
 	}
-	t := bytes.TrimLeft(body, " \t\r\n\ufeff")
-	return len(t) > 0 && t[0] == '<'
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "text/html" || mt == "application/xhtml+xml") && !json.Valid(body)
 }
 
 var titleRE = regexp.MustCompile(`(?is)<title[^>]*>(.*?)</title>`)
