@@ -64,6 +64,11 @@ type App struct {
 
 	closers []func()
 	httpSrv *http.Server
+
+	// bg is the context of background loops (pulse timer, reconnects);
+	// Shutdown cancels it first.
+	bg       context.Context
+	bgCancel context.CancelFunc
 }
 
 // New builds the agent. It fails when the configuration names a tool the
@@ -76,6 +81,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	p := cfg.Persona
 	log = log.With(zap.String("agent", p.Slug))
 	a := &App{Config: cfg, Log: log, Reg: prometheus.NewRegistry()}
+	a.bg, a.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	a.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	st := o.Store
@@ -93,12 +99,21 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	for _, t := range o.ExtraTools {
 		reg.Add(t)
 	}
-	providers, err := a.toolProviders(ctx, reg)
+	if err := a.toolProviders(ctx, reg); err != nil {
+		return nil, err
+	}
+	// Built-ins every persona gets: load_skill, report_finding, memory_*,
+	// and the A2A verbs.
+	names := append([]string{}, builtin.Names...)
+	a2aTools, err := a.a2aTools()
 	if err != nil {
 		return nil, err
 	}
-	_ = providers
-	names := append(append([]string{}, builtin.Names...), cfg.List("AGENT_TOOLS")...)
+	for _, t := range a2aTools {
+		reg.Add(t)
+		names = append(names, t.Name())
+	}
+	names = append(names, cfg.List("AGENT_TOOLS")...)
 	set, err := reg.Resolve(names)
 	if err != nil {
 		var ute *tools.UnknownToolError
@@ -170,6 +185,12 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		Engine: eng, Store: st, Info: func() any { return a.info(set, modelName) }, Checks: checks,
 		AuthToken: cfg.String("AUTH_TOKEN"), Gatherer: a.Reg, Log: log.Named("http"),
 	})
+	if err := a.setupA2A(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.setupPulse(ctx); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -261,6 +282,7 @@ func (a *App) Serve(l net.Listener) error {
 // finish until ctx ends and are then marked failed; then HTTP stops.
 func (a *App) Shutdown(ctx context.Context) error {
 	a.Server.Drain()
+	a.bgCancel()
 	errRuns := a.Engine.Shutdown(ctx)
 	var errHTTP error
 	if a.httpSrv != nil {

@@ -20,8 +20,8 @@ type (
 
 // toolProviders registers the cluster, GitOps and report tools the
 // configuration asks for.
-func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) ([]string, error) {
-	return nil, nil
+func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
+	return nil
 }
 
 // playbook returns the persona's deterministic playbook, or nil.

@@ -58,6 +58,8 @@ type Options struct {
 	ModelName string
 	Playbook  Playbook // nil: the persona has none
 	Backstop  Backstop // nil: none
+	// Delegator sends delegations over A2A (nil: decisions are recorded only).
+	Delegator Delegator
 
 	Store store.AgentStore
 	Now   func() time.Time
@@ -221,7 +223,9 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 			"reason": "autonomous run (" + req.WorkflowType + "): restricted to the autonomous allowlist"})
 	}
 
-	runCtx, cancel := context.WithTimeoutCause(e.base, e.opts.RunTimeout,
+	cancelCtx, cancelRun := context.WithCancelCause(e.base)
+	r.cancel = cancelRun
+	runCtx, cancel := context.WithTimeoutCause(cancelCtx, e.opts.RunTimeout,
 		fmt.Errorf("run exceeded RUN_TIMEOUT (%s)", e.opts.RunTimeout))
 	runCtx = tools.WithMode(runCtx, mode)
 	runCtx = context.WithValue(runCtx, runKey{}, r)
@@ -229,6 +233,7 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 	go func() {
 		defer e.wg.Done()
 		defer cancel()
+		defer cancelRun(nil)
 		defer e.metrics.inFlight.Dec()
 		e.execute(runCtx, r)
 	}()
@@ -400,3 +405,24 @@ func deriveVerdict(o outcome, fs []api.Finding) string {
 
 // Agent returns the engine's persona identity.
 func (e *Engine) Agent() persona.Info { return e.opts.Agent }
+
+// SetDelegator installs the A2A delegator after construction (the A2A
+// client needs the engine's identity, the engine needs the client).
+func (e *Engine) SetDelegator(d Delegator) { e.opts.Delegator = d }
+
+// RunningDiscussion returns a run in flight that belongs to discussion id,
+// if any (A2A cycle detection: a discussion coming back to an agent already
+// working on it).
+func (e *Engine) RunningDiscussion(id string) (*Run, bool) {
+	if id == "" {
+		return nil, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.running {
+		if r.Req.DiscussionID == id {
+			return r, true
+		}
+	}
+	return nil, false
+}

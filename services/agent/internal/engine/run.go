@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -24,9 +25,10 @@ type Run struct {
 	Persona *persona.Persona
 	Started time.Time
 
-	e    *Engine
-	log  *zap.Logger
-	done chan struct{}
+	e      *Engine
+	log    *zap.Logger
+	done   chan struct{}
+	cancel context.CancelCauseFunc
 
 	mu         sync.Mutex
 	seq        int
@@ -196,4 +198,43 @@ func (r *Run) Wait(ctx context.Context) (api.RunResult, error) {
 	case <-ctx.Done():
 		return api.RunResult{}, context.Cause(ctx)
 	}
+}
+
+// ErrCanceled is the cause of a run cancelled by request (A2A tasks/cancel).
+var ErrCanceled = errors.New("run canceled by request")
+
+// Cancel asks the run to stop; it finishes as failed with ErrCanceled.
+func (r *Run) Cancel() {
+	if r.cancel != nil {
+		r.cancel(ErrCanceled)
+	}
+}
+
+// Finished reports whether the run has finished.
+func (r *Run) Finished() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Delegator sends a finding to another agent (A2A delegate_task).
+type Delegator interface {
+	Delegate(ctx context.Context, r *Run, to string, f api.Finding, instruction string) api.Delegation
+}
+
+// Delegate hands f to the agent to (a slug or persona name) through the
+// engine's Delegator, records the outcome on the run and returns it. Without
+// a Delegator the decision is recorded as not sent.
+func (r *Run) Delegate(ctx context.Context, to string, f api.Finding, instruction string) api.Delegation {
+	var d api.Delegation
+	if r.e.opts.Delegator == nil {
+		d = api.Delegation{To: to, Finding: f, Error: "no A2A delegator configured: decision recorded, not sent"}
+	} else {
+		d = r.e.opts.Delegator.Delegate(ctx, r, to, f, instruction)
+	}
+	r.SetDelegation(d)
+	return d
 }
