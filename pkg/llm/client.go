@@ -60,7 +60,7 @@ func New(cfg Config) (*Client, error) {
 		timeout:     timeout,
 		retries:     retries,
 		temperature: cfg.Temperature,
-		log:         log.Named("llm"),
+		log:         log,
 		observe:     cfg.Observe,
 		now:         time.Now,
 	}
