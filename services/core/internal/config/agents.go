@@ -1,46 +1,47 @@
 package config
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/kubecrew/kubecrew/pkg/persona"
+)
 
 // Agent is one persona of the fleet: its slug (the service name is
 // agent-{slug}) and its persona name, which is an alias for the slug.
 type Agent struct {
-	Slug    string `json:"slug"`
-	Persona string `json:"persona"`
+	Slug    string
+	Persona string
 }
 
 // Fleet is every agent the core knows, in display order.
-var Fleet = []Agent{
-	{Slug: "platform-sre", Persona: "noor"},
-	{Slug: "k8s-engineer", Persona: "sol"},
-	{Slug: "code-reviewer", Persona: "vera"},
-	{Slug: "cicd-engineer", Persona: "dax"},
-	{Slug: "backend-architect", Persona: "ada"},
-}
+var Fleet = func() []Agent {
+	out := make([]Agent, len(persona.All))
+	for i, p := range persona.All {
+		out[i] = Agent{Slug: p.Slug, Persona: p.Name}
+	}
+	return out
+}()
 
 // DefaultAlertAgent triages alerts: Noor, read-only. Alerts never go straight
 // to the actor (seed §17).
 const DefaultAlertAgent = "platform-sre"
 
-// ResolveAgent maps a slug or persona name (any case, surrounding space
-// ignored) to the slug. ok is false for anything else.
+// ActorAgent is Sol, who acts on Noor's delegations — never on raw alerts.
+const ActorAgent = "k8s-engineer"
+
+// ResolveAgent maps a slug, persona name or service name (agent-{slug}),
+// any case, to the slug. ok is false for anything else.
 func ResolveAgent(name string) (slug string, ok bool) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	n = strings.TrimPrefix(n, "agent-")
-	for _, a := range Fleet {
-		if n == a.Slug || n == a.Persona {
-			return a.Slug, true
-		}
-	}
-	return "", false
+	p, ok := persona.Lookup(n)
+	return p.Slug, ok
 }
 
 // PersonaOf returns the persona name of slug ("" when unknown).
 func PersonaOf(slug string) string {
-	for _, a := range Fleet {
-		if a.Slug == slug {
-			return a.Persona
-		}
+	if p, ok := persona.Lookup(slug); ok {
+		return p.Name
 	}
 	return ""
 }

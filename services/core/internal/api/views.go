@@ -1,0 +1,125 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/store"
+)
+
+// DecisionView is one recorded alert decision.
+type DecisionView struct {
+	ID              string    `json:"id"`
+	Fingerprint     string    `json:"fingerprint"`
+	Alertname       string    `json:"alertname"`
+	Status          string    `json:"status"`
+	Decision        string    `json:"decision"`
+	Agent           string    `json:"agent"`
+	InvestigationID string    `json:"investigation_id"`
+	Reason          string    `json:"reason"`
+	At              time.Time `json:"at"`
+}
+
+func decisionView(d store.AlertDecision) DecisionView {
+	return DecisionView{ID: d.ID, Fingerprint: d.Fingerprint, Alertname: d.Alertname, Status: d.Status,
+		Decision: d.Decision, Agent: d.Agent, InvestigationID: d.InvestigationID, Reason: d.Reason, At: d.At.UTC()}
+}
+
+// InvestigationView is one alert investigation.
+type InvestigationView struct {
+	ID              string          `json:"id"`
+	Fingerprint     string          `json:"fingerprint"`
+	Alertname       string          `json:"alertname"`
+	Agent           string          `json:"agent"`
+	RunID           string          `json:"run_id"`
+	Status          string          `json:"status"`
+	Findings        []kapi.Finding  `json:"findings"`
+	Answer          string          `json:"answer"`
+	Error           string          `json:"error"`
+	Alert           json.RawMessage `json:"alert"`
+	StartedAt       time.Time       `json:"started_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	DurationSeconds *float64        `json:"duration_seconds"`
+}
+
+func investigationView(i store.Investigation) InvestigationView {
+	v := InvestigationView{ID: i.ID, Fingerprint: i.Fingerprint, Alertname: i.Alertname, Agent: i.Agent, RunID: i.RunID,
+		Status: i.Status, Findings: i.Findings, Answer: i.Answer, Error: i.Error, StartedAt: i.StartedAt.UTC()}
+	if v.Findings == nil {
+		v.Findings = []kapi.Finding{}
+	}
+	if json.Valid(i.Alert) && len(i.Alert) > 0 {
+		v.Alert = json.RawMessage(i.Alert)
+	} else {
+		v.Alert = json.RawMessage("null")
+	}
+	if i.FinishedAt != nil {
+		f := i.FinishedAt.UTC()
+		v.FinishedAt = &f
+		d := f.Sub(i.StartedAt).Seconds()
+		v.DurationSeconds = &d
+	}
+	return v
+}
+
+// FindingView is one finding with where it came from.
+type FindingView struct {
+	InvestigationID string       `json:"investigation_id"`
+	Agent           string       `json:"agent"`
+	RunID           string       `json:"run_id"`
+	Fingerprint     string       `json:"fingerprint"`
+	Alertname       string       `json:"alertname"`
+	At              time.Time    `json:"at"`
+	Finding         kapi.Finding `json:"finding"`
+}
+
+// ToolView is one tool an agent sends its model.
+type ToolView struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Mutating    bool   `json:"mutating"`
+}
+
+// AgentView is one registered agent and its live state.
+type AgentView struct {
+	Slug           string          `json:"slug"`
+	Persona        string          `json:"persona"`
+	URL            string          `json:"url"`
+	Status         string          `json:"status"` // up|down
+	Error          string          `json:"error,omitempty"`
+	LatencyMS      int64           `json:"latency_ms"`
+	ReceivesAlerts bool            `json:"receives_alerts"`
+	Model          string          `json:"model,omitempty"`
+	Store          string          `json:"store,omitempty"`
+	Version        string          `json:"version,omitempty"`
+	Tools          []ToolView      `json:"tools"`
+	Settings       json.RawMessage `json:"settings,omitempty"`
+}
+
+// info is the part of an agent's GET /info the dashboard shows.
+type info struct {
+	Agent struct {
+		Persona string `json:"persona"`
+		Slug    string `json:"slug"`
+	} `json:"agent"`
+	Version  string          `json:"version"`
+	Model    string          `json:"model"`
+	Store    string          `json:"store"`
+	Settings json.RawMessage `json:"settings"`
+	Tools    []ToolView      `json:"tools"`
+}
+
+// AuditSource says how one agent's A2A log was fetched.
+type AuditSource struct {
+	Agent   string `json:"agent"`
+	Status  string `json:"status"` // ok|unsupported|down
+	Error   string `json:"error,omitempty"`
+	Entries int    `json:"entries"`
+}
+
+// ListAnswer is a page of a list.
+type ListAnswer[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}

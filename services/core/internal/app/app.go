@@ -1,0 +1,270 @@
+// Package app assembles the core: webhook → pipeline → dispatcher, the
+// dashboard API, health, readiness and metrics. It never touches signals or
+// exits, so tests embed it (main owns both).
+package app
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/services/core/internal/api"
+	"github.com/kubecrew/kubecrew/services/core/internal/config"
+	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
+	"github.com/kubecrew/kubecrew/services/core/internal/metrics"
+	"github.com/kubecrew/kubecrew/services/core/internal/pipeline"
+	"github.com/kubecrew/kubecrew/services/core/internal/route"
+	"github.com/kubecrew/kubecrew/services/core/internal/webhook"
+)
+
+// Deps are the core's dependencies. Only Store is required.
+type Deps struct {
+	Store store.CoreStore
+	// Registerer and Gatherer back /metrics (nil: a private registry with
+	// the Go and process collectors).
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	Log        *zap.Logger
+	Now        func() time.Time
+	NewID      func() string
+	// HTTPClient calls the agents (nil: a client with its own transport).
+	HTTPClient *http.Client
+	// MaintainEvery is the period of the background upkeep (reclaiming
+	// lost investigations, offering free slots to queued alerts). 0: 30s.
+	MaintainEvery time.Duration
+}
+
+// App is one core process.
+type App struct {
+	cfg      config.Config
+	d        Deps
+	routes   *route.Routes
+	metrics  *metrics.Metrics
+	client   *dispatch.Client
+	pipe     *pipeline.Pipeline
+	disp     *dispatch.Dispatcher
+	handler  http.Handler
+	srv      *http.Server
+	ln       net.Listener
+	stop     context.CancelFunc
+	bg       sync.WaitGroup
+	serveErr chan error
+}
+
+// LoadRoutes reads cfg.RoutesFile, or the built-in routes when it is empty.
+func LoadRoutes(cfg config.Config) (*route.Routes, error) {
+	name, data := "built-in routes", route.DefaultFile
+	if cfg.RoutesFile != "" {
+		b, err := os.ReadFile(cfg.RoutesFile)
+		if err != nil {
+			return nil, fmt.Errorf("ROUTES_FILE: %w", err)
+		}
+		name, data = cfg.RoutesFile, b
+	}
+	return route.Parse(name, data, route.Options{
+		DefaultCooldown: cfg.Cooldown,
+		CallTimeout:     cfg.CallTimeout,
+		Resolve:         config.ResolveAgent,
+		Forbidden: map[string]string{
+			config.ActorAgent: "alerts go to the read-only triager (platform-sre) first; k8s-engineer acts only on a delegated finding",
+		},
+	})
+}
+
+// New assembles a core. routes nil: LoadRoutes(cfg).
+func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
+	if d.Store == nil {
+		return nil, errors.New("app: a store is required")
+	}
+	if routes == nil {
+		var err error
+		if routes, err = LoadRoutes(cfg); err != nil {
+			return nil, err
+		}
+	}
+	if d.Log == nil {
+		d.Log = zap.NewNop()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Registerer == nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		d.Registerer, d.Gatherer = reg, reg
+	}
+	if d.Gatherer == nil {
+		d.Gatherer = prometheus.DefaultGatherer
+	}
+	if d.MaintainEvery <= 0 {
+		d.MaintainEvery = 30 * time.Second
+	}
+	a := &App{cfg: cfg, d: d, routes: routes, metrics: metrics.New(d.Registerer)}
+	a.client = dispatch.NewClient(cfg.Peers, cfg.AuthToken, d.HTTPClient)
+	bg, stop := context.WithCancel(context.Background())
+	a.stop = stop
+	a.disp = dispatch.New(a.client, d.Store, dispatch.Options{
+		Timeout: cfg.CallTimeout, Now: d.Now, Log: d.Log, Metrics: a.metrics,
+		OnDone: func(agent string) { a.pipe.Drain(bg, agent) },
+	})
+	a.pipe = pipeline.New(pipeline.Options{
+		Store: d.Store, Routes: routes, Starter: a.disp, Now: d.Now, NewID: d.NewID, Log: d.Log, Metrics: a.metrics,
+		StaleAfter: a.staleAfter(),
+	})
+	a.handler = a.router()
+	a.bg.Add(1)
+	go func() {
+		defer a.bg.Done()
+		a.maintain(bg)
+	}()
+	return a, nil
+}
+
+// staleAfter: an investigation with no outcome after this is presumed lost
+// (its core died mid-call): the call timeout plus the outcome's retries.
+func (a *App) staleAfter() time.Duration { return a.cfg.CallTimeout + time.Minute }
+
+func (a *App) router() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		api.WriteError(w, http.StatusNotFound, "no such path: %s", r.URL.Path)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		api.WriteError(w, http.StatusMethodNotAllowed, "method %s not allowed on %s", r.Method, r.URL.Path)
+	})
+	r.Get("/health", func(w http.ResponseWriter, _ *http.Request) {
+		api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/ready", a.ready)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.d.Gatherer, promhttp.HandlerOpts{}))
+	r.Group(func(r chi.Router) {
+		r.Use(a.auth)
+		r.Method(http.MethodPost, "/api/v1/alerts", webhook.Handler(a.pipe, a.d.Log, a.metrics))
+		fleet := make([]api.Registered, 0, len(config.Fleet))
+		alerted := map[string]bool{}
+		for _, s := range a.routes.Agents() {
+			alerted[s] = true
+		}
+		for _, ag := range config.Fleet {
+			u, _ := a.client.URL(ag.Slug)
+			fleet = append(fleet, api.Registered{Slug: ag.Slug, Persona: ag.Persona, URL: u, ReceivesAlerts: alerted[ag.Slug]})
+		}
+		api.Routes(r, api.Deps{
+			Store: a.d.Store, Agents: a.client, Fleet: fleet, Resolve: config.ResolveAgent,
+			RunTimeout: a.cfg.CallTimeout, Log: a.d.Log,
+		})
+	})
+	return r
+}
+
+// auth requires Authorization: Bearer AUTH_TOKEN when a token is set.
+func (a *App) auth(next http.Handler) http.Handler {
+	if a.cfg.AuthToken == "" {
+		return next
+	}
+	want := []byte("Bearer " + a.cfg.AuthToken)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(strings.TrimSpace(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="kubecrew-core"`)
+			api.WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <AUTH_TOKEN>)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *App) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := a.d.Store.Ping(ctx); err != nil {
+		api.WriteError(w, http.StatusServiceUnavailable, "store %s not ready: %v", a.d.Store.Kind(), err)
+		return
+	}
+	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": a.d.Store.Kind()})
+}
+
+// Handler is the core's HTTP handler.
+func (a *App) Handler() http.Handler { return a.handler }
+
+// Start listens on cfg.ListenAddr (":0" picks a port; see Addr) and serves
+// in the background.
+func (a *App) Start(ctx context.Context) error {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", a.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("LISTEN_ADDR %s: %w", a.cfg.ListenAddr, err)
+	}
+	a.ln = ln
+	a.srv = &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// No WriteTimeout: a manual run is answered after up to
+		// AGENT_CALL_TIMEOUT.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ErrorLog:    zap.NewStdLog(a.d.Log.Named("http")),
+	}
+	a.serveErr = make(chan error, 1)
+	go func() {
+		err := a.srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		a.serveErr <- err
+	}()
+	a.d.Log.Info("core listening", zap.String("addr", ln.Addr().String()), zap.String("store", a.d.Store.Kind()),
+		zap.Duration("agent_call_timeout", a.cfg.CallTimeout), zap.Duration("alert_cooldown", a.cfg.Cooldown),
+		zap.String("routes", a.routes.Source), zap.Bool("auth", a.cfg.AuthToken != ""))
+	return nil
+}
+
+// Addr is the address Start listens on.
+func (a *App) Addr() string {
+	if a.ln == nil {
+		return ""
+	}
+	return a.ln.Addr().String()
+}
+
+// Done reports the server's end (nil after Shutdown, else the error).
+func (a *App) Done() <-chan error { return a.serveErr }
+
+// Shutdown stops accepting requests, waits for running investigations until
+// ctx ends (then cuts them short, recorded as failed) and stops upkeep.
+func (a *App) Shutdown(ctx context.Context) error {
+	var errs []error
+	if a.srv != nil {
+		if err := a.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http: %w", err))
+		}
+	}
+	if err := a.disp.Close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	a.stop()
+	a.bg.Wait()
+	return errors.Join(errs...)
+}
+
+// WaitIdle blocks until no investigation runs (tests).
+func (a *App) WaitIdle() { a.disp.Wait() }
+
+// Pipeline exposes the alert pipeline (tests and benchmarks).
+func (a *App) Pipeline() *pipeline.Pipeline { return a.pipe }

@@ -1,0 +1,76 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/store"
+)
+
+// reapPages bounds how far back (in pages of store.MaxLimit) upkeep looks
+// for lost investigations.
+const reapPages = 10
+
+func (a *App) maintain(ctx context.Context) {
+	a.Upkeep(ctx)
+	t := time.NewTicker(a.d.MaintainEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.Upkeep(ctx)
+		}
+	}
+}
+
+// Upkeep reclaims lost investigations and offers free slots to queued
+// alerts. It runs at start and every MaintainEvery; tests call it directly.
+func (a *App) Upkeep(ctx context.Context) {
+	if n := a.reap(ctx); n > 0 {
+		a.d.Log.Warn("reclaimed lost investigations", zap.Int("count", n))
+	}
+	a.pipe.DrainAll(ctx)
+}
+
+// reap marks running investigations older than staleAfter as failed: their
+// core stopped mid-call, and until recorded their agent's slot stays taken
+// (a jammed queue is how a pipeline stalls for weeks, seed lesson 9).
+func (a *App) reap(ctx context.Context) int {
+	cutoff := a.d.Now().Add(-a.staleAfter())
+	n, cursor := 0, ""
+	for range reapPages {
+		invs, next, err := a.d.Store.ListInvestigations(ctx, store.Page{Limit: store.MaxLimit, Cursor: cursor})
+		if err != nil {
+			a.metrics.StoreErrors.WithLabelValues("list_investigations").Inc()
+			a.d.Log.Warn("upkeep: list investigations", zap.Error(err))
+			return n
+		}
+		for _, inv := range invs {
+			if inv.Status != api.StatusRunning || !inv.StartedAt.Before(cutoff) {
+				continue
+			}
+			now := a.d.Now()
+			inv.Status = api.StatusFailed
+			inv.Error = fmt.Sprintf("no outcome %s after dispatch: presumed lost (its core stopped mid-call)", a.staleAfter())
+			inv.FinishedAt = &now
+			if err := a.d.Store.FinishInvestigation(ctx, inv); err != nil {
+				a.metrics.StoreErrors.WithLabelValues("finish_investigation").Inc()
+				a.d.Log.Warn("upkeep: reclaim investigation", zap.String("investigation_id", inv.ID), zap.Error(err))
+				continue
+			}
+			a.metrics.Investigations.WithLabelValues(inv.Agent, api.StatusFailed).Inc()
+			n++
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	return n
+}

@@ -1,0 +1,202 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/services/core/internal/metrics"
+)
+
+// Job is one dispatched alert investigation.
+type Job struct {
+	InvestigationID string
+	Agent           string
+	Fingerprint     string
+	Alertname       string
+	Task            string
+	Context         map[string]string
+}
+
+// Finisher records an investigation's outcome (store.Alerts).
+type Finisher interface {
+	FinishInvestigation(ctx context.Context, inv store.Investigation) error
+}
+
+// Runner calls an agent's POST /run (*Client).
+type Runner interface {
+	Run(ctx context.Context, slug string, req api.RunRequest, async bool) (api.RunResult, error)
+}
+
+// Options configure a Dispatcher.
+type Options struct {
+	Timeout time.Duration // AGENT_CALL_TIMEOUT
+	Now     func() time.Time
+	Log     *zap.Logger
+	Metrics *metrics.Metrics
+	// OnDone is called after an investigation is recorded, with its agent
+	// (the pipeline offers the freed slot to a queued alert).
+	OnDone func(agent string)
+}
+
+// Dispatcher runs investigations in the background: the webhook answer
+// never waits for an agent. An agent that is down or times out makes a
+// failed investigation, never a crash or a lost alert.
+type Dispatcher struct {
+	run    Runner
+	store  Finisher
+	o      Options
+	base   context.Context
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+}
+
+// ErrShuttingDown is the cause given to investigations cut short by Close.
+var ErrShuttingDown = errors.New("core shutting down")
+
+// New returns a Dispatcher.
+func New(run Runner, st Finisher, o Options) *Dispatcher {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New(nil)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 600 * time.Second
+	}
+	base, cancel := context.WithCancelCause(context.Background())
+	return &Dispatcher{run: run, store: st, o: o, base: base, cancel: cancel}
+}
+
+// Start runs job in the background.
+func (d *Dispatcher) Start(job Job) {
+	d.mu.Lock()
+	closed := d.closed
+	if !closed {
+		d.wg.Add(1)
+	}
+	d.mu.Unlock()
+	if closed {
+		// Recorded as failed so the alert's slot is freed and the alert is
+		// retried on its backoff.
+		started := d.o.Now()
+		d.finish(job, started, api.RunResult{}, ErrShuttingDown)
+		return
+	}
+	d.o.Metrics.InvestigationsDoing.Inc()
+	go func() {
+		defer d.wg.Done()
+		defer d.o.Metrics.InvestigationsDoing.Dec()
+		d.investigate(job)
+	}()
+}
+
+func (d *Dispatcher) investigate(job Job) {
+	log := d.o.Log.With(zap.String("investigation_id", job.InvestigationID), zap.String("agent", job.Agent),
+		zap.String("fingerprint", job.Fingerprint), zap.String("alertname", job.Alertname))
+	started := d.o.Now()
+	ctx, cancel := context.WithTimeoutCause(d.base, d.o.Timeout,
+		fmt.Errorf("AGENT_CALL_TIMEOUT (%s) elapsed", d.o.Timeout))
+	defer cancel()
+	log.Info("investigation dispatched")
+	res, err := d.run.Run(ctx, job.Agent, api.RunRequest{
+		Task:         job.Task,
+		WorkflowType: api.WorkflowAlert,
+		Context:      job.Context,
+		Caller:       "core",
+	}, false)
+	if err != nil {
+		d.o.Metrics.AgentRequests.WithLabelValues(job.Agent, "run", "error").Inc()
+	} else {
+		d.o.Metrics.AgentRequests.WithLabelValues(job.Agent, "run", "ok").Inc()
+	}
+	inv := d.finish(job, started, res, err)
+	log.Info("investigation finished", zap.String("status", inv.Status), zap.String("run_id", inv.RunID),
+		zap.Int("findings", len(inv.Findings)), zap.String("error", inv.Error))
+}
+
+// finish records the outcome, frees the slot and calls OnDone.
+func (d *Dispatcher) finish(job Job, started time.Time, res api.RunResult, err error) store.Investigation {
+	finished := d.o.Now()
+	inv := store.Investigation{
+		ID:          job.InvestigationID,
+		Fingerprint: job.Fingerprint,
+		Alertname:   job.Alertname,
+		Agent:       job.Agent,
+		FinishedAt:  &finished,
+	}
+	switch {
+	case err != nil:
+		inv.Status = api.StatusFailed
+		inv.Error = err.Error()
+	case res.Status == api.StatusCompleted || res.Status == api.StatusPartial || res.Status == api.StatusFailed:
+		inv.Status = res.Status
+		inv.RunID = res.RunID
+		inv.Findings = res.Findings
+		inv.Answer = res.Answer
+		inv.Error = res.Error
+	default:
+		inv.Status = api.StatusFailed
+		inv.RunID = res.RunID
+		inv.Error = fmt.Sprintf("agent answered run status %q, want completed, partial or failed", res.Status)
+	}
+	d.o.Metrics.Investigations.WithLabelValues(job.Agent, inv.Status).Inc()
+	d.o.Metrics.InvestigationTime.WithLabelValues(job.Agent).Observe(finished.Sub(started).Seconds())
+
+	// The store may be briefly unreachable: try a few times. If it stays
+	// down the alert's slot is reclaimed as stale later.
+	var ferr error
+	for attempt := 0; attempt < 3; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ferr = d.store.FinishInvestigation(ctx, inv)
+		cancel()
+		if ferr == nil || errors.Is(ferr, store.ErrNotFound) || errors.Is(ferr, store.ErrInvalid) {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
+	if ferr != nil {
+		d.o.Metrics.StoreErrors.WithLabelValues("finish_investigation").Inc()
+		d.o.Log.Error("could not record investigation outcome", zap.String("investigation_id", inv.ID), zap.Error(ferr))
+	}
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if d.o.OnDone != nil && !closed {
+		d.o.OnDone(job.Agent)
+	}
+	return inv
+}
+
+// Close stops accepting jobs and waits for running investigations until
+// ctx ends; then it cancels them (each is recorded as failed).
+func (d *Dispatcher) Close(ctx context.Context) error {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		d.cancel(ErrShuttingDown)
+		<-done
+		return fmt.Errorf("investigations cut short: %w", context.Cause(ctx))
+	}
+}
+
+// Wait blocks until no investigation runs (tests).
+func (d *Dispatcher) Wait() { d.wg.Wait() }

@@ -1,0 +1,96 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/services/core/internal/metrics"
+)
+
+// Processor decides the alerts of one message (the pipeline).
+type Processor interface {
+	Process(ctx context.Context, m Message) ([]store.AlertDecision, error)
+}
+
+// Decision is one alert's decision as the webhook answers it.
+type Decision struct {
+	Fingerprint     string `json:"fingerprint"`
+	Alertname       string `json:"alertname"`
+	Status          string `json:"status"`
+	Decision        string `json:"decision"`
+	Agent           string `json:"agent"`
+	InvestigationID string `json:"investigation_id"`
+	Reason          string `json:"reason"`
+}
+
+// Answer is the body of a 200 answer.
+type Answer struct {
+	Decisions []Decision `json:"decisions"`
+}
+
+// FromStore converts a recorded decision.
+func FromStore(d store.AlertDecision) Decision {
+	return Decision{Fingerprint: d.Fingerprint, Alertname: d.Alertname, Status: d.Status, Decision: d.Decision,
+		Agent: d.Agent, InvestigationID: d.InvestigationID, Reason: d.Reason}
+}
+
+// Handler serves POST /api/v1/alerts. It answers as soon as every alert is
+// decided and recorded; dispatch runs in the background. 400 for bodies
+// Alertmanager must not retry, 413 over MaxBodyBytes, 500 when a decision
+// could not be recorded (Alertmanager retries).
+func Handler(p Processor, log *zap.Logger, m *metrics.Metrics) http.Handler {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if m == nil {
+		m = metrics.New(nil)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		code := serve(w, r, p, log)
+		m.WebhookRequests.WithLabelValues(strconv.Itoa(code)).Inc()
+		m.WebhookDuration.Observe(time.Since(start).Seconds())
+	})
+}
+
+func serve(w http.ResponseWriter, r *http.Request, p Processor, log *zap.Logger) int {
+	msg, err := Decode(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tl *TooLargeError
+		var br *BadRequestError
+		switch {
+		case errors.As(err, &tl):
+			return writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": err.Error()})
+		case errors.As(err, &br):
+			log.Debug("webhook rejected", zap.Error(err))
+			return writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		default:
+			return writeJSON(w, http.StatusBadRequest, map[string]string{"error": "read body: " + err.Error()})
+		}
+	}
+	ds, err := p.Process(r.Context(), msg)
+	if err != nil {
+		log.Error("webhook: decision not recorded, answering 500 so Alertmanager retries",
+			zap.String("group_key", msg.GroupKey), zap.Int("alerts", len(msg.Alerts)), zap.Int("recorded", len(ds)), zap.Error(err))
+		return writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+	}
+	ans := Answer{Decisions: make([]Decision, len(ds))}
+	for i, d := range ds {
+		ans.Decisions[i] = FromStore(d)
+	}
+	return writeJSON(w, http.StatusOK, ans)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) int {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v) // the client went away: nothing to do
+	return code
+}
