@@ -14,12 +14,6 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
-// fullStore is what both implementations are: an agent's and the core's.
-type fullStore interface {
-	AgentStore
-	CoreStore
-}
-
 // clock is a settable test clock.
 type clock struct {
 	mu sync.Mutex
