@@ -135,4 +135,3 @@ func decodeAll(b []byte) ([]any, error) {
 		out = append(out, v)
 	}
 }
-
