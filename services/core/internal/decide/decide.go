@@ -61,6 +61,8 @@ type Input struct {
 	// AgentInFlight is how many alert runs the route's agent has in flight.
 	AgentInFlight int
 	Now           time.Time
+	// DecisionID identifies the recorded decision ("" lets the store choose).
+	DecisionID string
 	// NewID is the investigation id to use if the alert is dispatched.
 	NewID string
 	// StaleAfter: an investigation in flight for longer is presumed lost (a
@@ -89,6 +91,7 @@ func Backoff(cooldown time.Duration, n int) time.Duration {
 func Decide(in Input) (store.AlertDecision, store.AlertState) {
 	a, prev, now := in.Alert, in.Prev, in.Now
 	d := store.AlertDecision{
+		ID:          in.DecisionID,
 		Fingerprint: a.Fingerprint,
 		Alertname:   a.Alertname,
 		Status:      a.Status,
@@ -211,6 +214,7 @@ func round(d time.Duration) time.Duration {
 func Retry(in Input) (store.AlertDecision, store.AlertState) {
 	if !in.Known || !in.Prev.Pending || !in.Prev.Firing {
 		d := store.AlertDecision{
+			ID:              in.DecisionID,
 			Fingerprint:     in.Alert.Fingerprint,
 			Alertname:       in.Alert.Alertname,
 			Status:          in.Alert.Status,

@@ -60,7 +60,7 @@ func New(o Options) *Pipeline {
 		o.Now = time.Now
 	}
 	if o.NewID == nil {
-		o.NewID = uuid.NewString
+		o.NewID = newUUIDv7
 	}
 	if o.Log == nil {
 		o.Log = zap.NewNop()
@@ -96,6 +96,7 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert) (store.AlertDecisio
 		Route: decide.Route{Agent: target.Agent, Cooldown: target.Cooldown, MaxInFlight: target.MaxInFlight,
 			Ignored: target.Ignored, IgnoreReason: target.Reason},
 		Now:        p.o.Now(),
+		DecisionID: p.o.NewID(),
 		NewID:      p.o.NewID(),
 		StaleAfter: p.o.StaleAfter,
 	}
@@ -104,6 +105,11 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert) (store.AlertDecisio
 		in.Prev, in.Known, in.AgentInFlight = prev, ok, n
 		return decide.Decide(in)
 	}
+	// The body is remembered before deciding: a slot freed while this
+	// decision is recorded may retry the alert before ApplyAlert returns.
+	if a.Status == decide.StatusFiring && !target.Ignored {
+		p.queue.put(a.Fingerprint, queued{alert: a, target: target})
+	}
 	d, err := p.o.Store.ApplyAlert(ctx, a.Fingerprint, target.Agent, fn, p.mkInv(a, in.Now))
 	if err != nil {
 		return store.AlertDecision{}, err
@@ -111,14 +117,11 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert) (store.AlertDecisio
 	p.o.Metrics.Decisions.WithLabelValues(d.Decision).Inc()
 	p.o.Log.Debug("alert decided", zap.String("fingerprint", d.Fingerprint), zap.String("alertname", d.Alertname),
 		zap.String("decision", d.Decision), zap.String("agent", d.Agent), zap.String("reason", d.Reason))
-	switch d.Decision {
-	case decide.Dispatched:
+	if d.Decision != decide.Busy {
 		p.queue.del(a.Fingerprint)
+	}
+	if d.Decision == decide.Dispatched {
 		p.start(d, a)
-	case decide.Busy:
-		p.queue.put(a.Fingerprint, queued{alert: a, target: target})
-	case decide.Resolved, decide.Ignored:
-		p.queue.del(a.Fingerprint)
 	}
 	return d, nil
 }
@@ -191,7 +194,7 @@ func (p *Pipeline) Drain(ctx context.Context, agent string) {
 		in := decide.Input{
 			Alert: decide.Alert{Fingerprint: st.Fingerprint, Alertname: st.Alertname, Status: decide.StatusFiring, Hash: a.ContentHash()},
 			Route: decide.Route{Agent: agent, Cooldown: q.target.Cooldown, MaxInFlight: q.target.MaxInFlight},
-			Now:   p.o.Now(), NewID: p.o.NewID(), StaleAfter: p.o.StaleAfter,
+			Now:   p.o.Now(), DecisionID: p.o.NewID(), NewID: p.o.NewID(), StaleAfter: p.o.StaleAfter,
 		}
 		if !ok {
 			in.Alert.Hash = st.ContentHash
@@ -228,3 +231,11 @@ func (p *Pipeline) DrainAll(ctx context.Context) {
 
 // Queued is how many queued alert bodies this process remembers.
 func (p *Pipeline) Queued() int { return p.queue.len() }
+
+// newUUIDv7 returns a time-ordered id (a random one if the clock fails).
+func newUUIDv7() string {
+	if id, err := uuid.NewV7(); err == nil {
+		return id.String()
+	}
+	return uuid.NewString()
+}

@@ -1,0 +1,172 @@
+// Package agenttest is a fake kubecrew agent on the wire (httptest):
+// POST /run, GET /info, GET /health, GET /a2a/log. It records every run
+// request, so tests count dispatches the way an agent would see them.
+package agenttest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+)
+
+// Agent is a fake agent.
+type Agent struct {
+	Slug   string
+	Server *httptest.Server
+
+	mu    sync.Mutex
+	runs  []Call
+	n     int
+	gate  chan struct{}
+	reply func(req api.RunRequest) (int, any)
+	a2a   []map[string]any
+	noA2A bool
+	info  map[string]any
+}
+
+// Call is one POST /run the agent received.
+type Call struct {
+	Request       api.RunRequest
+	Authorization string
+	Async         bool
+}
+
+// New starts a fake agent; it stops at test cleanup. By default a run
+// completes at once with one finding named after context.alertname.
+func New(t interface {
+	Cleanup(func())
+	Helper()
+}, slug string) *Agent {
+	t.Helper()
+	a := &Agent{Slug: slug}
+	a.info = map[string]any{
+		"agent":    map[string]string{"persona": "noor", "slug": slug},
+		"version":  "test",
+		"model":    "none",
+		"store":    "memory",
+		"settings": map[string]any{"AGENT_MODEL": map[string]string{"value": "none", "source": "env"}},
+		"tools": []map[string]any{
+			{"name": "cluster_problems", "description": "List cluster problems.", "mutating": false, "parameters": map[string]any{"type": "object"}},
+			{"name": "report_finding", "description": "Record a finding.", "mutating": false, "parameters": map[string]any{"type": "object"}},
+		},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /run", a.run)
+	mux.HandleFunc("GET /info", func(w http.ResponseWriter, _ *http.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		writeJSON(w, 200, a.info)
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /a2a/log", func(w http.ResponseWriter, _ *http.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.noA2A {
+			http.NotFound(w, nil)
+			return
+		}
+		writeJSON(w, 200, map[string]any{"entries": a.a2a})
+	})
+	a.Server = httptest.NewServer(mux)
+	t.Cleanup(a.Server.Close)
+	return a
+}
+
+// URL is the agent's base URL.
+func (a *Agent) URL() string { return a.Server.URL }
+
+// Gate makes every run wait for a token on the returned channel (send one
+// per run to let it finish; close to release all).
+func (a *Agent) Gate() chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.gate = make(chan struct{})
+	return a.gate
+}
+
+// Reply sets the answer to each run: status code and body.
+func (a *Agent) Reply(f func(req api.RunRequest) (int, any)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reply = f
+}
+
+// SetA2A sets the A2A log entries; nil entries with missing=true answers 404.
+func (a *Agent) SetA2A(entries []map[string]any, missing bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.a2a, a.noA2A = entries, missing
+}
+
+// Runs returns every run request received so far.
+func (a *Agent) Runs() []Call {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]Call(nil), a.runs...)
+}
+
+// RunsFor counts the runs whose context.fingerprint is fp.
+func (a *Agent) RunsFor(fp string) int {
+	n := 0
+	for _, c := range a.Runs() {
+		if c.Request.Context["fingerprint"] == fp {
+			n++
+		}
+	}
+	return n
+}
+
+func (a *Agent) run(w http.ResponseWriter, r *http.Request) {
+	var req api.RunRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Task == "" {
+		writeJSON(w, 400, api.ErrorBody{Error: fmt.Sprintf("bad run request: %v", err)})
+		return
+	}
+	a.mu.Lock()
+	a.runs = append(a.runs, Call{Request: req, Authorization: r.Header.Get("Authorization"), Async: r.URL.Query().Get("async") == "1"})
+	a.n++
+	n := a.n
+	gate, reply := a.gate, a.reply
+	a.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if reply != nil {
+		code, body := reply(req)
+		writeJSON(w, code, body)
+		return
+	}
+	started := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	finished := started.Add(time.Second)
+	res := api.RunResult{
+		RunID: fmt.Sprintf("run-%s-%d", a.Slug, n), Agent: a.Slug, WorkflowType: req.WorkflowType, Status: api.StatusCompleted,
+		Answer: "triaged " + req.Context["alertname"], Iterations: 2, StartedAt: started, FinishedAt: &finished,
+		Findings: []api.Finding{{
+			Key: "prod-pod-api-1-crashloopbackoff", Severity: api.SeverityHigh, Kind: "Pod", Namespace: req.Context["namespace"],
+			Name: "api-1", Reason: "CrashLoopBackOff", Detail: "alert " + req.Context["alertname"], Remediation: "restart", Remediable: true, Confidence: 0.9,
+		}},
+	}
+	if r.URL.Query().Get("async") == "1" {
+		res.Status, res.FinishedAt, res.Findings = api.StatusRunning, nil, []api.Finding{}
+		writeJSON(w, http.StatusAccepted, res)
+		return
+	}
+	writeJSON(w, 200, res)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,185 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/services/core/internal/agenttest"
+	"github.com/kubecrew/kubecrew/services/core/internal/app"
+	"github.com/kubecrew/kubecrew/services/core/internal/config"
+)
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// seqIDs returns ids prefix-0001, prefix-0002, ...
+func seqIDs(prefix string) func() string {
+	var n atomic.Int64
+	return func() string { return fmt.Sprintf("%s-%04d", prefix, n.Add(1)) }
+}
+
+type coreOpts struct {
+	env      map[string]string
+	store    store.CoreStore
+	clock    *clock
+	ids      func() string
+	noServer bool
+}
+
+type testCore struct {
+	*app.App
+	URL   string
+	Store store.CoreStore
+	Agent *agenttest.Agent
+}
+
+// newCore starts a core wired to one fake agent (platform-sre) on an
+// in-memory store unless opts give one.
+func newCore(t testing.TB, o coreOpts) *testCore {
+	t.Helper()
+	ag := agenttest.New(t, "platform-sre")
+	env := map[string]string{
+		"AGENT_PEERS":        "platform-sre=" + ag.URL(),
+		"PEER_URL_TEMPLATE":  "http://127.0.0.1:1/{slug}",
+		"AGENT_CALL_TIMEOUT": "10s",
+	}
+	for k, v := range o.env {
+		env[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now
+	if o.clock != nil {
+		now = o.clock.Now
+	}
+	st := o.store
+	if st == nil {
+		st = store.NewMemory(now)
+	}
+	core, err := app.New(cfg, nil, app.Deps{Store: st, Log: zaptest.NewLogger(t), Now: now, NewID: o.ids, MaintainEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &testCore{App: core, Store: st, Agent: ag}
+	srv := httptest.NewServer(core.Handler())
+	tc.URL = srv.URL
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := core.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return tc
+}
+
+// do sends a request and returns the status and body.
+func do(t testing.TB, method, url string, body []byte, header ...string) (int, []byte, http.Header) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b, resp.Header
+}
+
+type decisionsAnswer struct {
+	Decisions []struct {
+		Fingerprint     string `json:"fingerprint"`
+		Alertname       string `json:"alertname"`
+		Status          string `json:"status"`
+		Decision        string `json:"decision"`
+		Agent           string `json:"agent"`
+		InvestigationID string `json:"investigation_id"`
+		Reason          string `json:"reason"`
+	} `json:"decisions"`
+}
+
+func decode[T any](t testing.TB, b []byte) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	return v
+}
+
+// webhookBody builds an Alertmanager v4 webhook for alerts.
+func webhookBody(alerts ...map[string]any) []byte {
+	status := "resolved"
+	for _, a := range alerts {
+		if a["status"] == "firing" {
+			status = "firing"
+		}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"version": "4", "receiver": "core", "status": status, "groupKey": "{}:{}", "alerts": alerts,
+		"groupLabels": map[string]string{}, "commonLabels": map[string]string{}, "commonAnnotations": map[string]string{},
+		"externalURL": "http://am", "truncatedAlerts": 0,
+	})
+	return b
+}
+
+func alert(fp, name, ns, status string) map[string]any {
+	endsAt := "0001-01-01T00:00:00Z"
+	if status == "resolved" {
+		endsAt = "2026-11-30T12:30:00Z"
+	}
+	return map[string]any{
+		"status": status, "fingerprint": fp,
+		"labels":      map[string]string{"alertname": name, "namespace": ns, "pod": "pod-" + fp, "severity": "warning"},
+		"annotations": map[string]string{"summary": name + " on " + fp},
+		"startsAt":    "2026-11-30T11:00:00Z", "endsAt": endsAt, "generatorURL": "http://prom/graph",
+	}
+}
