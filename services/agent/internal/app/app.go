@@ -120,8 +120,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		if errors.As(err, &ute) {
 			s := cfg.Settings()["AGENT_TOOLS"]
 			where := s.Where
-			if where == "" {
-				where = s.Source
+			if s.Source == config.SourceEnv {
+				where = "environment"
 			}
 			return nil, &config.Error{Var: "AGENT_TOOLS", Where: where, Msg: ute.Error()}
 		}

@@ -2,8 +2,8 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 	"go.uber.org/zap"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -32,11 +32,12 @@ func (a *App) backstop() engine.Backstop { return nil }
 
 func (a *App) extraChecks() []server.Check { return nil }
 
-// openStore opens the agent's store: in memory without DATABASE_URL.
+// openStore opens the agent's store: in memory without DATABASE_URL, else
+// Postgres falling open to memory while it is unreachable (never pinned).
 func openStore(ctx context.Context, url string, log *zap.Logger) (store.AgentStore, func(), error) {
-	if url == "" {
-		log.Info("no DATABASE_URL: using the in-memory store (state is lost on restart)")
-		return store.NewMemory(nil), func() {}, nil
+	sw, err := store.Open(ctx, url, log)
+	if err != nil {
+		return nil, nil, &config.Error{Var: "DATABASE_URL", Msg: err.Error()}
 	}
-	return nil, nil, fmt.Errorf("DATABASE_URL is set but the Postgres store is not wired yet")
+	return sw, sw.Close, nil
 }
