@@ -157,7 +157,7 @@ func lastAssistantText(msgs []openai.ChatCompletionMessage) string {
 }
 
 func (e *Engine) loadMemory(ctx context.Context, r *Run) string {
-	f, err := e.opts.Store.ReadMemory(ctx, e.opts.Agent.Slug, "/memories/MEMORY.md")
+	f, err := e.opts.Store.ReadMemory(ctx, e.opts.Agent.Slug, "/memories/memory.md")
 	if err != nil {
 		return ""
 	}

@@ -71,7 +71,7 @@ func BuildPrompt(p *persona.Persona, in PromptInput) string {
 	section("Prior findings", renderPriorFindings(in.Context))
 	section("Context", renderContext(in.Context, in.WorkflowType))
 	section("Identity", p.IdentityMD)
-	section("Memory (MEMORY.md)", tools.Truncate(strings.TrimSpace(in.Memory), in.MemoryMax))
+	section("Memory (/memories/memory.md)", tools.Truncate(strings.TrimSpace(in.Memory), in.MemoryMax))
 	section("Skills", renderSkills(p.Skills))
 	section("", OutputContract)
 	return strings.TrimSpace(b.String()) + "\n"

@@ -48,7 +48,7 @@ func TestPromptGoldenPerPersona(t *testing.T) {
 			}
 			// The documented order, whatever the persona files say.
 			order := []string{"# Operator discipline", "# Behavior instructions (AGENTS.md)", "# Today",
-				"# Prior findings", "# Context", "# Identity", "# Memory (MEMORY.md)", "# Skills", "# Output contract"}
+				"# Prior findings", "# Context", "# Identity", "# Memory (/memories/memory.md)", "# Skills", "# Output contract"}
 			last := -1
 			for _, h := range order {
 				i := strings.Index(got, h)

@@ -1,0 +1,84 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/services/agent/internal/config"
+)
+
+func loader(env string) func(dir, name string) (*persona.Persona, error) {
+	fs := fstest.MapFS{
+		"sol/AGENTS.md":   {Data: []byte("# Sol\n")},
+		"sol/Identity.md": {Data: []byte("actor\n")},
+		"sol/agent.env":   {Data: []byte(env)},
+	}
+	return func(dir, name string) (*persona.Persona, error) { return persona.Load(fs, name) }
+}
+
+func TestPrecedenceDefaultPersonaEnv(t *testing.T) {
+	env := map[string]string{"AGENT_PERSONA": "sol", "LLM_TIMEOUT": "30s", "DATABASE_URL": "postgres://u:pw@db:5432/kc"}
+	c, err := config.Load(func(k string) string { return env[k] }, loader("# defaults\nAGENT_MAX_ITERATIONS=12\nLLM_TIMEOUT=100s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Settings()
+	for _, tc := range []struct{ name, value, source, where string }{
+		{"TOOL_OUTPUT_MAX_CHARS", "8000", "default", ""},
+		{"AGENT_MAX_ITERATIONS", "12", "persona", "sol/agent.env:2"},
+		{"LLM_TIMEOUT", "30s", "env", ""},
+		{"AGENT_PERSONA", "k8s-engineer", "env", ""},
+		{"AGENT_MODEL", "none", "default", ""},
+	} {
+		if got := s[tc.name]; got.Value != tc.value || got.Source != tc.source || got.Where != tc.where {
+			t.Errorf("%s = %+v, want %s from %s %s", tc.name, got, tc.value, tc.source, tc.where)
+		}
+	}
+	if v := s["DATABASE_URL"].Value; strings.Contains(v, "pw") || !strings.Contains(v, "db:5432") {
+		t.Errorf("DATABASE_URL shown as %q", v)
+	}
+	if !c.Deterministic() || c.Int("AGENT_MAX_ITERATIONS") != 12 || c.Duration("LLM_TIMEOUT").Seconds() != 30 {
+		t.Error("typed getters disagree with the settings")
+	}
+}
+
+func TestPersonaValuesAreValidatedWithFileAndLine(t *testing.T) {
+	for _, tc := range []struct{ env, want string }{
+		{"PULSE_INTERVAL=soon\n", "PULSE_INTERVAL (sol/agent.env:1)"},
+		{"\nAGENT_PERSONA=noor\n", "AGENT_PERSONA (sol/agent.env:2)"},
+		{"NOT_A_SETTING=1\n", "NOT_A_SETTING (sol/agent.env:1): unknown setting"},
+		{"GITOPS_FORGE=gitlab\n", "GITOPS_FORGE"},
+	} {
+		_, err := config.Load(func(k string) string { return map[string]string{"AGENT_PERSONA": "sol"}[k] }, loader(tc.env))
+		var ce *config.Error
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("agent.env %q: err = %v, want %q", tc.env, err, tc.want)
+		}
+	}
+}
+
+func TestPeers(t *testing.T) {
+	env := map[string]string{"AGENT_PERSONA": "sol", "AGENT_PEERS": "noor=http://127.0.0.1:8001/, code-reviewer=http://127.0.0.1:8003"}
+	c, err := config.Load(func(k string) string { return env[k] }, loader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.Peers()
+	if p["platform-sre"] != "http://127.0.0.1:8001" || p["code-reviewer"] != "http://127.0.0.1:8003" || len(p) != 2 {
+		t.Errorf("peers = %v", p)
+	}
+}
+
+func TestModelSelection(t *testing.T) {
+	env := map[string]string{"AGENT_PERSONA": "sol", "LLM_BASE_URL": "http://127.0.0.1:11434/v1", "AGENT_MODEL": "qwen3"}
+	c, err := config.Load(func(k string) string { return env[k] }, loader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Deterministic() {
+		t.Error("a model and an endpoint should select model mode")
+	}
+}
