@@ -52,7 +52,8 @@ type coreOpts struct {
 	store    store.CoreStore
 	clock    *clock
 	ids      func() string
-	noServer bool
+	// peers are extra AGENT_PEERS entries (slug → URL).
+	peers map[string]string
 }
 
 type testCore struct {
@@ -74,6 +75,9 @@ func newCore(t testing.TB, o coreOpts) *testCore {
 	}
 	for k, v := range o.env {
 		env[k] = v
+	}
+	for slug, u := range o.peers {
+		env["AGENT_PEERS"] += "," + slug + "=" + u
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
