@@ -38,6 +38,9 @@ type PR struct {
 	CreatedAt time.Time `json:"created_at"`
 	URL       string    `json:"url"`
 	Files     []string  `json:"files,omitempty"` // informational; the gates trust only the diff
+	// HeadSHA is the branch head the forge reported with the PR. A review
+	// records the head it saw, and a merge can be pinned to it.
+	HeadSHA string `json:"head_sha,omitempty"`
 }
 
 // Review is one review of a PR.
@@ -46,6 +49,8 @@ type Review struct {
 	Verdict  string    `json:"verdict"` // approve|request_changes|comment
 	Body     string    `json:"body"`
 	At       time.Time `json:"at"`
+	// Commit is the PR head the review was given on ("" = not recorded).
+	Commit string `json:"commit,omitempty"`
 }
 
 // Forge is a Git hosting service holding the GitOps repository: files are
@@ -72,6 +77,18 @@ type Forge interface {
 	// "squash"; local forge also "fast-forward").
 	Merge(ctx context.Context, number int, method string) error
 }
+
+// HeadPinnedMerger is a Forge that can merge a PR only if its branch head is
+// still the commit that was checked: a push between the check and the merge
+// fails the merge instead of merging unchecked changes. Both forges here
+// implement it; merge_if_trivial refuses a forge that does not.
+type HeadPinnedMerger interface {
+	MergePinned(ctx context.Context, number int, method, headSHA string) error
+}
+
+// ErrHeadMoved is wrapped when a pinned merge or a review finds the branch
+// at another commit than expected.
+var ErrHeadMoved = errors.New("the pull request's branch moved since it was read")
 
 // ErrPRExists is wrapped by OpenPR when the branch already has an open PR.
 var ErrPRExists = errors.New("an open pull request already exists for this branch")

@@ -28,7 +28,10 @@ type Local struct {
 	mu      sync.Mutex
 }
 
-var _ Forge = (*Local)(nil)
+var (
+	_ Forge            = (*Local)(nil)
+	_ HeadPinnedMerger = (*Local)(nil)
+)
 
 // LocalOption configures a Local forge.
 type LocalOption func(*Local)
@@ -76,8 +79,8 @@ func (l *Local) baseRef() string { return "refs/heads/" + l.base }
 type localPR struct {
 	PR
 	Reviews   []Review `json:"reviews"`
-	BaseSHA   string   `json:"base_sha"`           // base when opened
-	HeadSHA   string   `json:"head_sha"`           // branch head when opened / merged
+	BaseSHA   string   `json:"base_sha"`             // base when opened
+	Head      string   `json:"head"`                 // branch head when opened / merged
 	MergeBase string   `json:"merge_base,omitempty"` // set when merged: the diff's left side
 }
 
@@ -215,11 +218,12 @@ func (l *Local) OpenPR(ctx context.Context, branch, path string, content []byte,
 		rec := &localPR{PR: PR{
 			Number: st.Next, Title: title, Body: body, Branch: branch, Base: l.base, Author: author,
 			State: StateOpen, CreatedAt: now, Files: []string{p},
-		}, BaseSHA: baseSHA, HeadSHA: commit}
+		}, BaseSHA: baseSHA, Head: commit}
 		rec.URL = fmt.Sprintf("file://%s#pull/%d", l.git.repo, rec.Number)
 		st.Next++
 		st.PRs = append(st.PRs, rec)
 		pr = rec.PR
+		pr.HeadSHA = commit
 		return true, nil
 	})
 	return pr, err
@@ -235,11 +239,16 @@ func (l *Local) ListPRs(ctx context.Context, state string) ([]PR, error) {
 	err = l.withState(func(st *localState) (bool, error) {
 		for _, p := range st.PRs {
 			if s == "" || p.State == s {
-				out = append(out, p.PR)
+				x := p.PR
+				x.HeadSHA = p.Head
+				out = append(out, x)
 			}
 		}
 		return false, nil
 	})
+	for i := range out {
+		out[i].HeadSHA = l.head(ctx, out[i])
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
 	return out, err
 }
@@ -253,9 +262,26 @@ func (l *Local) GetPR(ctx context.Context, number int) (PR, error) {
 			return false, err
 		}
 		pr = p.PR
+		pr.HeadSHA = p.Head
 		return false, nil
 	})
-	return pr, err
+	if err != nil {
+		return PR{}, err
+	}
+	pr.HeadSHA = l.head(ctx, pr)
+	return pr, nil
+}
+
+// head is the PR's branch head: the live ref while open, the recorded
+// commit after.
+func (l *Local) head(ctx context.Context, pr PR) string {
+	if pr.State == StateOpen {
+		if h, err := l.git.out(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+pr.Branch+"^{commit}"); err == nil {
+			return h
+		}
+		return ""
+	}
+	return pr.HeadSHA
 }
 
 // Diff implements Forge: git diff base...branch for an open PR; the
@@ -277,9 +303,9 @@ func (l *Local) Diff(ctx context.Context, number int) (string, error) {
 	case rec.State == StateOpen:
 		args = append(args, l.baseRef()+"..."+"refs/heads/"+rec.Branch)
 	case rec.MergeBase != "":
-		args = append(args, rec.MergeBase, rec.HeadSHA)
+		args = append(args, rec.MergeBase, rec.Head)
 	default:
-		args = append(args, rec.BaseSHA, rec.HeadSHA)
+		args = append(args, rec.BaseSHA, rec.Head)
 	}
 	return l.git.run(ctx, gitOpts{}, args...)
 }
@@ -317,6 +343,13 @@ func (l *Local) SubmitReview(ctx context.Context, number int, r Review) error {
 		if r.At.IsZero() {
 			r.At = l.now().UTC()
 		}
+		x := p.PR
+		x.HeadSHA = p.Head
+		head := l.head(ctx, x)
+		if r.Commit != "" && r.Commit != head {
+			return false, fmt.Errorf("%w: #%d is at %.12s, the review was for %.12s", ErrHeadMoved, number, head, r.Commit)
+		}
+		r.Commit = head
 		p.Reviews = append(p.Reviews, r)
 		return true, nil
 	})
@@ -328,6 +361,12 @@ func (l *Local) SubmitReview(ctx context.Context, number int, r Review) error {
 // base ref is moved with compare-and-swap: a concurrent change fails the
 // merge instead of being lost.
 func (l *Local) Merge(ctx context.Context, number int, method string) error {
+	return l.MergePinned(ctx, number, method, "")
+}
+
+// MergePinned implements HeadPinnedMerger: as Merge, but only while the
+// branch head is headSHA ("" = any head).
+func (l *Local) MergePinned(ctx context.Context, number int, method, headSHA string) error {
 	if method == "" {
 		method = "merge"
 	}
@@ -349,6 +388,9 @@ func (l *Local) Merge(ctx context.Context, number int, method string) error {
 		head, err := l.git.out(ctx, "rev-parse", "--verify", "refs/heads/"+p.Branch+"^{commit}")
 		if err != nil {
 			return false, fmt.Errorf("branch %s of #%d is gone: %w", p.Branch, number, err)
+		}
+		if headSHA != "" && head != headSHA {
+			return false, fmt.Errorf("%w: #%d is at %.12s, not the checked %.12s", ErrHeadMoved, number, head, headSHA)
 		}
 		mb, err := l.git.out(ctx, "merge-base", base, head)
 		if err != nil {
@@ -389,7 +431,7 @@ func (l *Local) Merge(ctx context.Context, number int, method string) error {
 		}
 		p.State = StateMerged
 		p.MergeBase = mb
-		p.HeadSHA = head
+		p.Head = head
 		return true, nil
 	})
 }

@@ -104,7 +104,8 @@ func analyseMemoryDiff(diff string) (*memoryChange, error) {
 // line of one YAML file, and in that line exactly one memory value under
 // limits — the rest of the line byte-identical once memory values are masked
 // — to more than 1× and at most 2× the old value, approved by an agent other
-// than its author with no standing request for changes. Everything is
+// than its author on the PR's current head, with no standing request for
+// changes. Everything is
 // re-derived from diff; pr.Files and the PR body are not trusted. nil means
 // mergeable; otherwise the error (wrapping ErrNotTrivial) says why.
 func TrivialMergeCheck(pr PR, diff string, reviews []Review) error {
@@ -128,13 +129,15 @@ func TrivialMergeCheck(pr PR, diff string, reviews []Review) error {
 	if bad, why := SensitivePath(mc.Path); bad {
 		return notTrivial("%s: %s", mc.Path, why)
 	}
-	return approvedByOther(author, reviews)
+	return approvedByOther(author, pr.HeadSHA, reviews)
 }
 
 // approvedByOther requires an approval by a reviewer other than author, and
 // that no reviewer's latest verdict is request_changes (a later approval by
-// the same reviewer supersedes their request; comments change nothing).
-func approvedByOther(author string, reviews []Review) error {
+// the same reviewer supersedes their request; comments change nothing). An
+// approval given on another commit than head (when both are known) is
+// stale and does not count; a request for changes always does.
+func approvedByOther(author, head string, reviews []Review) error {
 	rs := append([]Review(nil), reviews...)
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].At.Before(rs[j].At) })
 	latest := map[string]string{}
@@ -142,6 +145,9 @@ func approvedByOther(author string, reviews []Review) error {
 	for _, r := range rs {
 		who := CanonicalAgent(r.Reviewer)
 		if who == "" || r.Verdict == VerdictComment {
+			continue
+		}
+		if r.Verdict == VerdictApprove && head != "" && r.Commit != "" && r.Commit != head {
 			continue
 		}
 		if _, seen := latest[who]; !seen {

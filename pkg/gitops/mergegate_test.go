@@ -105,6 +105,8 @@ func TestTrivialMergeCheck(t *testing.T) {
 		{name: "self approval under the persona name", diff: blockDiff, reviews: []Review{{Reviewer: "Sol", Verdict: VerdictApprove, At: t0}}, reason: "no approval by an agent other than the author"},
 		{name: "approval without a name", diff: blockDiff, reviews: []Review{{Reviewer: " ", Verdict: VerdictApprove, At: t0}}, reason: "no approval"},
 		{name: "only a comment", diff: blockDiff, reviews: []Review{{Reviewer: "code-reviewer", Verdict: VerdictComment, Body: "looks fine", At: t0}}, reason: "no approval"},
+		{name: "approval of an older commit", pr: func(p *PR) { p.HeadSHA = "bbbb" }, diff: blockDiff, reviews: []Review{{Reviewer: "code-reviewer", Verdict: VerdictApprove, Commit: "aaaa", At: t0}}, reason: "no approval"},
+		{name: "approval of the head commit", pr: func(p *PR) { p.HeadSHA = "bbbb" }, diff: blockDiff, reviews: []Review{{Reviewer: "code-reviewer", Verdict: VerdictApprove, Commit: "bbbb", At: t0}}},
 		{name: "request changes after approval", diff: blockDiff, reviews: []Review{
 			{Reviewer: "code-reviewer", Verdict: VerdictApprove, At: t0.Add(time.Hour)},
 			{Reviewer: "alice", Verdict: VerdictRequestChanges, Body: "wait for the load test", At: t0.Add(2 * time.Hour)},
