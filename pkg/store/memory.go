@@ -27,6 +27,7 @@ type Memory struct {
 	a2a       map[string]A2AEntry
 	stamps    map[stampKey]DeliveryStamp
 	alerts    map[string]AlertState
+	inFlight  map[string]map[string]struct{} // agent → fingerprints in flight
 	decisions []AlertDecision
 	invs      map[string]Investigation
 }
@@ -51,16 +52,17 @@ func NewMemory(now func() time.Time) *Memory {
 		now = time.Now
 	}
 	return &Memory{
-		now:    now,
-		runs:   map[string]Run{},
-		events: map[string]map[int]Event{},
-		pulse:  map[agentKey]PulseState{},
-		locks:  map[string]pulseLock{},
-		files:  map[agentKey]MemoryFile{},
-		a2a:    map[string]A2AEntry{},
-		stamps: map[stampKey]DeliveryStamp{},
-		alerts: map[string]AlertState{},
-		invs:   map[string]Investigation{},
+		now:      now,
+		runs:     map[string]Run{},
+		events:   map[string]map[int]Event{},
+		pulse:    map[agentKey]PulseState{},
+		locks:    map[string]pulseLock{},
+		files:    map[agentKey]MemoryFile{},
+		a2a:      map[string]A2AEntry{},
+		stamps:   map[stampKey]DeliveryStamp{},
+		alerts:   map[string]AlertState{},
+		inFlight: map[string]map[string]struct{}{},
+		invs:     map[string]Investigation{},
 	}
 }
 

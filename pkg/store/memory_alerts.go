@@ -33,19 +33,28 @@ func (m *Memory) ApplyAlert(ctx context.Context, fingerprint, agent string, fn D
 		}
 		m.invs[i.ID] = *i
 	}
-	m.alerts[fingerprint] = st
+	m.setAlertLocked(st)
 	m.decisions = append(m.decisions, d)
 	return d, nil
 }
 
-func (m *Memory) inFlightLocked(agent string) int {
-	n := 0
-	for _, s := range m.alerts {
-		if s.Agent == agent && s.InFlight {
-			n++
-		}
+func (m *Memory) inFlightLocked(agent string) int { return len(m.inFlight[agent]) }
+
+// setAlertLocked stores an alert state and keeps the per-agent in-flight
+// index in step.
+func (m *Memory) setAlertLocked(st AlertState) {
+	if old, ok := m.alerts[st.Fingerprint]; ok && old.InFlight {
+		delete(m.inFlight[old.Agent], st.Fingerprint)
 	}
-	return n
+	if st.InFlight {
+		set := m.inFlight[st.Agent]
+		if set == nil {
+			set = map[string]struct{}{}
+			m.inFlight[st.Agent] = set
+		}
+		set[st.Fingerprint] = struct{}{}
+	}
+	m.alerts[st.Fingerprint] = st
 }
 
 // FinishInvestigation records the outcome of inv (status completed, partial
@@ -62,12 +71,7 @@ func (m *Memory) FinishInvestigation(ctx context.Context, inv Investigation) err
 		return fmt.Errorf("investigation %s: %w", inv.ID, ErrNotFound)
 	}
 	m.invs[inv.ID] = mergeInvestigation(old, inv)
-	for fp, s := range m.alerts {
-		if s.InFlight && s.InvestigationID == inv.ID {
-			s.InFlight = false
-			m.alerts[fp] = s
-		}
-	}
+	m.freeSlotLocked(old.Fingerprint, inv.ID)
 	return nil
 }
 
@@ -158,4 +162,13 @@ func (m *Memory) GetAlertState(ctx context.Context, fingerprint string) (AlertSt
 		return AlertState{}, fmt.Errorf("alert %s: %w", fingerprint, ErrNotFound)
 	}
 	return s, nil
+}
+
+// freeSlotLocked clears the in-flight mark of fingerprint's alert if
+// investigation id holds it.
+func (m *Memory) freeSlotLocked(fingerprint, id string) {
+	if st, ok := m.alerts[fingerprint]; ok && st.InFlight && st.InvestigationID == id {
+		st.InFlight = false
+		m.setAlertLocked(st)
+	}
 }

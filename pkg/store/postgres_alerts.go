@@ -45,24 +45,37 @@ func (p *Postgres) ApplyAlert(ctx context.Context, fingerprint, agent string, fn
 	if err := required("agent", agent); err != nil {
 		return AlertDecision{}, err
 	}
-	tx, err := p.pool.Begin(ctx)
+	// BEGIN rides with the reads and COMMIT with the writes: two round
+	// trips. A connection left inside a transaction (an error, a cancelled
+	// ctx) is rolled back here, or destroyed by the pool on release.
+	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return AlertDecision{}, pgErr("apply alert", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit this is a no-op
+	defer conn.Release()
+	committed := false
+	defer func() {
+		if !committed && conn.Conn().PgConn().TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+		}
+	}()
 
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, lockKey("agent", agent))
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, lockKey("alert", fingerprint))
 	b.Queue(`SELECT `+alertCols+` FROM alert_state WHERE fingerprint=$1`, fingerprint)
 	b.Queue(`SELECT count(*) FROM alert_state WHERE agent=$1 AND in_flight`, agent)
-	br := tx.SendBatch(ctx, b)
+	br := conn.SendBatch(ctx, b)
 	var prev AlertState
 	var inFlight int
 	ok := true
-	_, err = br.Exec()
-	if err == nil {
-		_, err = br.Exec()
+	for range 3 {
+		if err == nil {
+			_, err = br.Exec()
+		}
 	}
 	if err == nil {
 		prev, err = scanAlertState(br.QueryRow())
@@ -92,12 +105,11 @@ func (p *Postgres) ApplyAlert(ctx context.Context, fingerprint, agent string, fn
 			return AlertDecision{}, err
 		}
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	b.Queue(`COMMIT`)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return AlertDecision{}, pgErr("apply alert "+fingerprint, err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return AlertDecision{}, pgErr("apply alert "+fingerprint, err)
-	}
+	committed = true
 	return d, nil
 }
 
