@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/kubecrew/kubecrew/pkg/store"
@@ -54,6 +55,8 @@ type coreOpts struct {
 	ids      func() string
 	// peers are extra AGENT_PEERS entries (slug → URL).
 	peers map[string]string
+	// quiet: no logs (storms and benchmarks).
+	quiet bool
 }
 
 type testCore struct {
@@ -91,7 +94,11 @@ func newCore(t testing.TB, o coreOpts) *testCore {
 	if st == nil {
 		st = store.NewMemory(now)
 	}
-	core, err := app.New(cfg, nil, app.Deps{Store: st, Log: zaptest.NewLogger(t), Now: now, NewID: o.ids, MaintainEvery: time.Hour})
+	log := zaptest.NewLogger(t)
+	if o.quiet {
+		log = zap.NewNop()
+	}
+	core, err := app.New(cfg, nil, app.Deps{Store: st, Log: log, Now: now, NewID: o.ids, MaintainEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
