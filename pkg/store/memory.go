@@ -15,8 +15,9 @@ import (
 // fallback during a Postgres outage. It is safe for concurrent use; records
 // are copied in and out, so callers never share a slice or map with it.
 type Memory struct {
-	mu  sync.Mutex
-	now func() time.Time
+	mu   sync.Mutex
+	now  func() time.Time
+	caps memoryCaps
 
 	runs      map[string]Run
 	events    map[string]map[int]Event
@@ -53,6 +54,7 @@ func NewMemory(now func() time.Time) *Memory {
 	}
 	return &Memory{
 		now:      now,
+		caps:     defaultCaps,
 		runs:     map[string]Run{},
 		events:   map[string]map[int]Event{},
 		pulse:    map[agentKey]PulseState{},
@@ -86,6 +88,7 @@ func (m *Memory) CreateRun(ctx context.Context, r Run) error {
 		return fmt.Errorf("run %s: %w", r.ID, ErrConflict)
 	}
 	m.runs[r.ID] = r
+	m.trimRunsLocked()
 	return nil
 }
 
@@ -212,6 +215,7 @@ func (m *Memory) RecordFindings(ctx context.Context, runID, agent string, at tim
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.findings = append(m.findings, recs...)
+	m.trimFindingsLocked()
 	return nil
 }
 
@@ -341,6 +345,7 @@ func (m *Memory) RecordA2A(ctx context.Context, e A2AEntry) error {
 		return fmt.Errorf("a2a entry %s: %w", e.ID, ErrConflict)
 	}
 	m.a2a[e.ID] = e
+	m.trimA2ALocked()
 	return nil
 }
 

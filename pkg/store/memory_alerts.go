@@ -32,9 +32,11 @@ func (m *Memory) ApplyAlert(ctx context.Context, fingerprint, agent string, fn D
 			return AlertDecision{}, fmt.Errorf("investigation %s: %w", i.ID, ErrConflict)
 		}
 		m.invs[i.ID] = *i
+		m.trimInvestigationsLocked()
 	}
 	m.setAlertLocked(st)
 	m.decisions = append(m.decisions, d)
+	m.trimDecisionsLocked()
 	return d, nil
 }
 
