@@ -134,9 +134,14 @@ func validDecision(d string) bool {
 // A2A outcomes and directions are free text for the store; only ids are
 // required.
 
+// required checks an identifier: present, valid UTF-8, no NUL (a key is
+// never silently rewritten, so it is refused instead).
 func required(what, v string) error {
 	if strings.TrimSpace(v) == "" {
 		return invalidf("%s is required", what)
+	}
+	if clean(v) != v {
+		return invalidf("%s %q holds NUL or invalid UTF-8", what, v)
 	}
 	return nil
 }

@@ -56,6 +56,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		{"apply alert", contractApplyAlert},
 		{"alert lists", contractAlertLists},
 		{"apply alert concurrently", contractApplyAlertConcurrent},
+		{"dirty text", contractDirtyText},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -667,4 +668,52 @@ func contractApplyAlertConcurrent(t *testing.T, s fullStore, c *clock) {
 			t.Fatalf("%s: %d dispatches, want exactly 1: %v", tc.name, count, got)
 		}
 	}
+}
+
+// Model answers and pod logs can hold NUL and invalid UTF-8: the run is
+// recorded (cleaned the same way by both stores), never failed.
+func contractDirtyText(t *testing.T, s fullStore, c *clock) {
+	ctx := context.Background()
+	dirty := "a\x00b\xffc"
+	const want = "ab\uFFFDc"
+	f := api.Finding{Key: "k", Detail: dirty, Reason: dirty}
+	mustNil(t, s.CreateRun(ctx, Run{ID: "r", Agent: "noor", Task: dirty, Context: map[string]string{"k": dirty}}))
+	mustNil(t, s.UpdateRun(ctx, Run{ID: "r", Status: "completed", Answer: dirty, Findings: []api.Finding{f},
+		Delegation: &api.Delegation{To: "k8s-engineer", Finding: f, Result: dirty}}))
+	r, err := s.GetRun(ctx, "r")
+	mustNil(t, err)
+	if r.Task != want || r.Answer != want || r.Context["k"] != want || r.Findings[0].Detail != want || r.Delegation.Result != want || r.Delegation.Finding.Reason != want {
+		t.Fatalf("run = %+v", r)
+	}
+	mustNil(t, s.AppendEvents(ctx, Event{RunID: "r", Type: "tool_result", Data: []byte("{\"out\": \"\xff \\u0000\"}")}))
+	evs, err := s.Events(ctx, "r")
+	mustNil(t, err)
+	if string(evs[0].Data) != "{\"out\": \"\uFFFD \\u0000\"}" {
+		t.Fatalf("event data = %q", evs[0].Data)
+	}
+	mustNil(t, s.RecordFindings(ctx, "r", "noor", time.Time{}, []api.Finding{f}))
+	fs, _, err := s.ListFindings(ctx, "noor", Page{})
+	mustNil(t, err)
+	if fs[0].Finding.Detail != want {
+		t.Fatalf("finding = %+v", fs[0])
+	}
+	mustNil(t, s.RecordA2A(ctx, A2AEntry{ID: "m", Agent: "noor", Text: dirty}))
+	mustNil(t, s.UpdateA2A(ctx, A2AEntry{ID: "m", Answer: dirty}))
+	es, _, err := s.ListA2A(ctx, "noor", Page{})
+	mustNil(t, err)
+	if es[0].Text != want || es[0].Answer != want {
+		t.Fatalf("a2a = %+v", es[0])
+	}
+	d, err := s.ApplyAlert(ctx, "fp", "noor", func(AlertState, bool, int) (AlertDecision, AlertState) {
+		return AlertDecision{Decision: DecisionDispatched, Reason: dirty, Alertname: dirty}, AlertState{}
+	}, func(AlertDecision) *Investigation { return &Investigation{Answer: dirty} })
+	mustNil(t, err)
+	mustNil(t, s.FinishInvestigation(ctx, Investigation{ID: d.InvestigationID, Status: "failed", Error: dirty, Findings: []api.Finding{f}}))
+	inv, err := s.GetInvestigation(ctx, d.InvestigationID)
+	mustNil(t, err)
+	if inv.Error != want || inv.Alertname != want || inv.Findings[0].Detail != want || d.Reason != want {
+		t.Fatalf("investigation = %+v, decision = %+v", inv, d)
+	}
+	// Identifiers are refused rather than rewritten.
+	mustIs(t, s.CreateRun(ctx, Run{ID: "r\x00", Agent: "noor"}), ErrInvalid)
 }

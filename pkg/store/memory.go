@@ -95,10 +95,10 @@ func (m *Memory) CreateRun(ctx context.Context, r Run) error {
 // UpdateRun replaces the mutable fields (status, answer, verdict, findings,
 // iterations, tokens, error, delegation, finished_at) of an existing run.
 func (m *Memory) UpdateRun(ctx context.Context, r Run) error {
-	if err := required("run id", r.ID); err != nil {
+	r, err := prepRunUpdate(r)
+	if err != nil {
 		return err
 	}
-	r = normRun(r)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.runs[r.ID]

@@ -249,10 +249,10 @@ func (p *Postgres) CreateRun(ctx context.Context, r Run) error {
 
 // UpdateRun replaces the mutable fields of an existing run.
 func (p *Postgres) UpdateRun(ctx context.Context, r Run) error {
-	if err := required("run id", r.ID); err != nil {
+	r, err := prepRunUpdate(r)
+	if err != nil {
 		return err
 	}
-	r = normRun(r)
 	fJSON, err := jsonArg(r.Findings, len(r.Findings) == 0)
 	if err != nil {
 		return err

@@ -22,7 +22,14 @@ func prepRun(r Run, now func() time.Time) (Run, error) {
 	if r.Status == "" {
 		r.Status = api.StatusRunning
 	}
-	return normRun(r), nil
+	return cleanRun(normRun(r)), nil
+}
+
+func prepRunUpdate(r Run) (Run, error) {
+	if err := required("run id", r.ID); err != nil {
+		return Run{}, err
+	}
+	return cleanRun(normRun(r)), nil
 }
 
 func prepEvents(evs []Event, now func() time.Time) ([]Event, error) {
@@ -43,7 +50,9 @@ func prepEvents(evs []Event, now func() time.Time) ([]Event, error) {
 		if e.Time.IsZero() {
 			e.Time = now()
 		}
-		out = append(out, normEvent(e))
+		e = normEvent(e)
+		e.Type, e.Data = clean(e.Type), cleanJSON(e.Data)
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -60,7 +69,7 @@ func prepFindings(runID, agent string, at time.Time, fs []api.Finding, now func(
 	}
 	out := make([]FindingRecord, 0, len(fs))
 	for _, f := range fs {
-		out = append(out, normFinding(FindingRecord{ID: newID(), RunID: runID, Agent: agent, Finding: f, At: at}))
+		out = append(out, normFinding(FindingRecord{ID: newID(), RunID: runID, Agent: agent, Finding: cleanFinding(f), At: at}))
 	}
 	return out, nil
 }
@@ -73,6 +82,7 @@ func prepPulseState(s PulseState) (PulseState, error) {
 		return PulseState{}, err
 	}
 	s.LastRun = ts(s.LastRun)
+	s.Outcome, s.RunID = clean(s.Outcome), clean(s.RunID)
 	return s, nil
 }
 
@@ -107,7 +117,7 @@ func prepA2A(e A2AEntry, now func() time.Time) (A2AEntry, error) {
 	if e.At.IsZero() {
 		e.At = now()
 	}
-	return normA2A(e), nil
+	return cleanA2A(normA2A(e)), nil
 }
 
 func prepA2AUpdate(e A2AEntry) (A2AEntry, error) {
@@ -117,7 +127,7 @@ func prepA2AUpdate(e A2AEntry) (A2AEntry, error) {
 	if err := validJSON("a2a data", e.Data); err != nil {
 		return A2AEntry{}, err
 	}
-	return normA2A(e), nil
+	return cleanA2A(normA2A(e)), nil
 }
 
 func prepStamp(s DeliveryStamp, now func() time.Time) (DeliveryStamp, error) {
@@ -130,6 +140,7 @@ func prepStamp(s DeliveryStamp, now func() time.Time) (DeliveryStamp, error) {
 		s.At = now()
 	}
 	s.At = ts(s.At)
+	s.BodyHash = clean(s.BodyHash)
 	return s, nil
 }
 
@@ -193,9 +204,11 @@ func decide(fingerprint, agent string, prev AlertState, ok bool, inFlight int, f
 		if i.StartedAt.IsZero() {
 			i.StartedAt = d.At
 		}
-		i = normInvestigation(i)
+		i = cleanInvestigation(normInvestigation(i))
 		inv = &i
 	}
+	d.Alertname, d.Status, d.Agent, d.InvestigationID, d.Reason = clean(d.Alertname), clean(d.Status), clean(d.Agent), clean(d.InvestigationID), clean(d.Reason)
+	st.Alertname, st.ContentHash, st.InvestigationID = clean(st.Alertname), clean(st.ContentHash), clean(st.InvestigationID)
 	return normDecision(d), normAlertState(st), inv, nil
 }
 
@@ -212,5 +225,5 @@ func prepFinish(inv Investigation, now func() time.Time) (Investigation, error) 
 		t := now()
 		inv.FinishedAt = &t
 	}
-	return normInvestigation(inv), nil
+	return cleanInvestigation(normInvestigation(inv)), nil
 }

@@ -324,7 +324,11 @@ func (s *Switch) UpdateRun(ctx context.Context, r Run) error {
 			if !errors.Is(err, ErrNotFound) || s.url == "" {
 				return err
 			}
-			m.putRun(r)
+			pr, perr := prepRunUpdate(r)
+			if perr != nil {
+				return perr
+			}
+			m.putRun(pr)
 			return nil
 		})
 }
@@ -427,7 +431,11 @@ func (s *Switch) UpdateA2A(ctx context.Context, e A2AEntry) error {
 			if !errors.Is(err, ErrNotFound) || s.url == "" {
 				return err
 			}
-			m.putA2A(e)
+			pe, perr := prepA2AUpdate(e)
+			if perr != nil {
+				return perr
+			}
+			m.putA2A(pe)
 			return nil
 		})
 }
