@@ -1,0 +1,420 @@
+package a2aserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	sdk "github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/a2a"
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
+	"github.com/kubecrew/kubecrew/services/agent/internal/server"
+)
+
+// handler implements the SDK's transport-agnostic RequestHandler on the run
+// engine. The SDK's default handler is not used: it mints its own task ids
+// and keeps tasks in its own store, while here a task IS a run — the task id
+// is the run id, tasks/get reads the agent's store after the run is gone
+// from memory, and tasks/cancel cancels the run.
+type handler struct{ s *Service }
+
+var _ a2asrv.RequestHandler = handler{}
+
+// cancelWait bounds how long tasks/cancel waits for the run to stop.
+const cancelWait = 10 * time.Second
+
+// accepted is a message that became a run.
+type accepted struct {
+	run        *engine.Run
+	discussion string
+	msg        *sdk.Message
+}
+
+// accept validates a message, applies the depth and cycle rules, records it
+// in the audit log and starts its run. Every refusal is recorded too.
+func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*accepted, error) {
+	s := h.s
+	if params == nil || params.Message == nil {
+		return nil, fmt.Errorf("%w: params.message is required", sdk.ErrInvalidParams)
+	}
+	msg := params.Message
+	if params.Config != nil && params.Config.PushConfig != nil {
+		return nil, fmt.Errorf("%w: this agent does not send push notifications; use message/stream or tasks/get", sdk.ErrPushNotificationNotSupported)
+	}
+	eng := s.engine()
+	if eng == nil {
+		return nil, fmt.Errorf("%w: the agent is not ready (no engine attached)", sdk.ErrServerError)
+	}
+	now := s.o.Now().UTC()
+	entry := store.A2AEntry{
+		ID: receivedID(msg.ID, s.o.NewID), Agent: s.self.Slug, Direction: a2a.DirectionReceived,
+		Callee: s.self.Slug, At: now,
+	}
+	refuse := func(verb string, cause error, code error) error {
+		entry.Outcome, entry.Error, entry.FinishedAt = a2a.OutcomeRefused, cause.Error(), &now
+		s.recordReceived(ctx, &entry)
+		s.metrics.messages.WithLabelValues(a2a.DirectionReceived, verb, a2a.OutcomeRefused).Inc()
+		s.log.Info("a2a message refused", zap.String("caller", entry.Caller), zap.String("verb", verb),
+			zap.Int("depth", entry.Depth), zap.String("message_id", msg.ID), zap.Error(cause))
+		return fmt.Errorf("%w: %w", code, cause)
+	}
+
+	meta, err := a2a.ParseMeta(msg.Metadata)
+	if err != nil {
+		return nil, refuse("invalid", err, sdk.ErrInvalidParams)
+	}
+	entry.Verb, entry.Caller, entry.TraceID, entry.CallerRunID = string(meta.Verb), meta.Caller, meta.TraceID, meta.CallerRunID
+	in, err := a2a.ParseMessage(msg)
+	entry.Text = in.Text
+	if err != nil {
+		return nil, refuse(entry.Verb, err, sdk.ErrInvalidParams)
+	}
+	if in.Finding != nil {
+		entry.Data, _ = json.Marshal(map[string]any{a2a.DataKeyFinding: in.Finding})
+	}
+	if msg.TaskID != "" {
+		return nil, refuse(entry.Verb, fmt.Errorf("every message starts a new task; this agent does not continue task %s", msg.TaskID), sdk.ErrUnsupportedOperation)
+	}
+	depth, err := a2a.CheckReceive(meta, s.o.MaxDepth)
+	entry.Depth = depth
+	if err != nil {
+		return nil, refuse(entry.Verb, err, sdk.ErrInvalidRequest)
+	}
+	discussion := meta.DiscussionID
+	if discussion == "" {
+		discussion = msg.ContextID
+	}
+	if discussion != "" {
+		if r, ok := eng.RunningDiscussion(discussion); ok {
+			entry.DiscussionID = discussion
+			return nil, refuse(entry.Verb, a2a.CycleError(s.self.Slug, discussion, r.ID), sdk.ErrInvalidRequest)
+		}
+		if r, ok := eng.Get(discussion); ok && !r.Finished() {
+			// The discussion was started by this very run (a root run's id
+			// is its discussion id).
+			entry.DiscussionID = discussion
+			return nil, refuse(entry.Verb, a2a.CycleError(s.self.Slug, discussion, r.ID), sdk.ErrInvalidRequest)
+		}
+	} else {
+		discussion = s.o.NewID()
+	}
+	entry.DiscussionID = discussion
+	if entry.TraceID == "" {
+		entry.TraceID = discussion
+	}
+
+	req := api.RunRequest{
+		Task: in.Text, WorkflowType: api.WorkflowA2AAsk, Caller: meta.Caller,
+		SocialDepth: depth, DiscussionID: discussion,
+	}
+	if meta.Verb == a2a.VerbDelegate {
+		req.WorkflowType = api.WorkflowA2ADelegate
+	}
+	if in.Finding != nil {
+		raw, _ := json.Marshal(in.Finding)
+		req.Context = map[string]string{"finding": string(raw)}
+		if req.Task == "" {
+			f := in.Finding
+			req.Task = fmt.Sprintf("Act on the delegated finding %s: %s on %s %s/%s.", f.Key, f.Reason, f.Kind, f.Namespace, f.Name)
+		}
+	}
+	for k, v := range in.Data {
+		raw, _ := json.Marshal(v)
+		if req.Context == nil {
+			req.Context = map[string]string{}
+		}
+		if len(k) <= 100 && k != "" {
+			req.Context[k] = string(raw)
+		}
+	}
+	run, err := eng.Start(ctx, req)
+	if err != nil {
+		var ve *engine.ValidationError
+		switch {
+		case errors.As(err, &ve):
+			return nil, refuse(entry.Verb, err, sdk.ErrInvalidParams)
+		case errors.Is(err, engine.ErrShuttingDown):
+			return nil, refuse(entry.Verb, err, sdk.ErrServerError)
+		}
+		return nil, refuse(entry.Verb, err, sdk.ErrInternalError)
+	}
+	s.setTrace(run.ID, entry.TraceID)
+	entry.Outcome, entry.CalleeRunID = a2a.OutcomeAccepted, run.ID
+	s.recordReceived(ctx, &entry)
+	s.metrics.messages.WithLabelValues(a2a.DirectionReceived, entry.Verb, a2a.OutcomeAccepted).Inc()
+	run.Event(ctx, "a2a_received", map[string]any{
+		"audit_id": entry.ID, "message_id": msg.ID, "verb": entry.Verb, "caller": entry.Caller,
+		"caller_run_id": entry.CallerRunID, "depth": depth, "discussion_id": discussion, "trace_id": entry.TraceID,
+	})
+	s.log.Info("a2a message accepted", zap.String("caller", entry.Caller), zap.String("verb", entry.Verb),
+		zap.Int("depth", depth), zap.String("run_id", run.ID), zap.String("discussion_id", discussion))
+	go s.settle(run, entry)
+	return &accepted{run: run, discussion: discussion, msg: msg}, nil
+}
+
+// settle records the outcome of a received message's run when it ends,
+// whether or not anyone is still waiting for it.
+func (s *Service) settle(run *engine.Run, entry store.A2AEntry) {
+	<-run.Done()
+	defer s.dropTrace(run.ID)
+	res := run.Result()
+	fin := s.o.Now().UTC()
+	entry.Outcome = outcomeOfRun(res)
+	entry.Answer, entry.Error, entry.FinishedAt = res.Answer, res.Error, &fin
+	if err := s.o.Store.UpdateA2A(context.Background(), entry); err != nil {
+		s.log.Warn("a2a audit entry not updated", zap.String("id", entry.ID), zap.Error(err))
+	}
+}
+
+func outcomeOfRun(res api.RunResult) string {
+	switch a2a.StateOf(res.Status, res.Error) {
+	case sdk.TaskStateCompleted:
+		if res.Status == api.StatusPartial {
+			return a2a.OutcomePartial
+		}
+		return a2a.OutcomeCompleted
+	case sdk.TaskStateCanceled:
+		return a2a.OutcomeCanceled
+	}
+	return a2a.OutcomeFailed
+}
+
+// receivedID is the audit id of a received message: the message id with a
+// suffix, so the sender's and the receiver's entries share a stem.
+func receivedID(messageID string, newID func() string) string {
+	if messageID == "" || len(messageID) > 200 {
+		messageID = newID()
+	}
+	return messageID + ":" + a2a.DirectionReceived
+}
+
+// recordReceived stores a received entry; a duplicate message id (a client
+// re-sending the same message) gets a fresh id rather than no record.
+func (s *Service) recordReceived(ctx context.Context, e *store.A2AEntry) {
+	err := s.o.Store.RecordA2A(context.WithoutCancel(ctx), *e)
+	if errors.Is(err, store.ErrConflict) {
+		e.ID = s.o.NewID() + ":" + a2a.DirectionReceived
+		err = s.o.Store.RecordA2A(context.WithoutCancel(ctx), *e)
+	}
+	if err != nil {
+		s.log.Warn("a2a audit entry not recorded", zap.String("id", e.ID), zap.Error(err))
+	}
+}
+
+func blocking(p *sdk.MessageSendParams) bool {
+	return p.Config == nil || p.Config.Blocking == nil || *p.Config.Blocking
+}
+
+// OnSendMessage handles message/send: blocking waits for the run and
+// returns the finished task; non-blocking returns the working task.
+func (h handler) OnSendMessage(ctx context.Context, params *sdk.MessageSendParams) (sdk.SendMessageResult, error) {
+	acc, err := h.accept(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	if !blocking(params) {
+		return a2a.WorkingTask(acc.run.ID, acc.discussion, acc.run.Started, acc.msg), nil
+	}
+	res, err := acc.run.Wait(ctx)
+	if err != nil {
+		// The client left; the run goes on and its outcome is recorded.
+		return nil, fmt.Errorf("%w: client left before the run finished: %w", sdk.ErrInternalError, err)
+	}
+	t := a2a.TaskFromResult(res, acc.discussion)
+	t.History = []*sdk.Message{acc.msg}
+	return t, nil
+}
+
+// OnSendMessageStream handles message/stream: the task, a working status,
+// the result artifact, then the final status.
+func (h handler) OnSendMessageStream(ctx context.Context, params *sdk.MessageSendParams) iter.Seq2[sdk.Event, error] {
+	return func(yield func(sdk.Event, error) bool) {
+		acc, err := h.accept(ctx, params)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		task := a2a.WorkingTask(acc.run.ID, acc.discussion, acc.run.Started, acc.msg)
+		if !yield(task, nil) {
+			return
+		}
+		working := sdk.NewStatusUpdateEvent(task, sdk.TaskStateWorking, nil)
+		if !yield(working, nil) {
+			return
+		}
+		h.streamResult(ctx, acc.run, acc.discussion, yield)
+	}
+}
+
+// streamResult waits for run and yields its artifact and final status.
+func (h handler) streamResult(ctx context.Context, run *engine.Run, discussion string, yield func(sdk.Event, error) bool) {
+	res, err := run.Wait(ctx)
+	if err != nil {
+		return // the client left
+	}
+	t := a2a.TaskFromResult(res, discussion)
+	art := &sdk.TaskArtifactUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Artifact: fitStream(a2a.ResultArtifact(res)), LastChunk: true}
+	if !yield(art, nil) {
+		return
+	}
+	st := t.Status
+	if st.State == sdk.TaskStateCompleted {
+		st.Message = nil // the answer is in the artifact
+	}
+	yield(&sdk.TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Status: st, Final: true, Metadata: t.Metadata}, nil)
+}
+
+// maxStreamEvent keeps one SSE event under the SDK client's line limit
+// (bufio.Scanner, 64 KiB).
+const maxStreamEvent = 60000
+
+// fitStream cuts the answer of an artifact too large for one SSE line, and
+// says so; tasks/get returns it whole.
+func fitStream(a *sdk.Artifact) *sdk.Artifact {
+	raw, _ := json.Marshal(a)
+	if len(raw) <= maxStreamEvent {
+		return a
+	}
+	over := len(raw) - maxStreamEvent + 200
+	out := *a
+	out.Parts = append(sdk.ContentParts(nil), a.Parts...)
+	for i, p := range out.Parts {
+		tp, ok := p.(sdk.TextPart)
+		if !ok {
+			continue
+		}
+		keep := max(len(tp.Text)-over, 0)
+		for keep > 0 && keep < len(tp.Text) && (tp.Text[keep]&0xC0) == 0x80 {
+			keep-- // do not split a UTF-8 sequence
+		}
+		tp.Text = tp.Text[:keep] + "\n… (answer cut to fit the stream; tasks/get returns it whole)"
+		out.Parts[i] = tp
+		out.Metadata = map[string]any{"kubecrew/truncated": true}
+		break
+	}
+	return &out
+}
+
+// OnResubscribeToTask streams a task again: its current state, then, for a
+// run in flight, its result.
+func (h handler) OnResubscribeToTask(ctx context.Context, params *sdk.TaskIDParams) iter.Seq2[sdk.Event, error] {
+	return func(yield func(sdk.Event, error) bool) {
+		if params == nil || params.ID == "" {
+			yield(nil, fmt.Errorf("%w: id is required", sdk.ErrInvalidParams))
+			return
+		}
+		if eng := h.s.engine(); eng != nil {
+			if run, ok := eng.Get(string(params.ID)); ok {
+				discussion := run.Req.DiscussionID
+				if !yield(a2a.WorkingTask(run.ID, contextOf(discussion, run.ID), run.Started), nil) {
+					return
+				}
+				h.streamResult(ctx, run, contextOf(discussion, run.ID), yield)
+				return
+			}
+		}
+		t, err := h.OnGetTask(ctx, &sdk.TaskQueryParams{ID: params.ID})
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if !yield(t, nil) {
+			return
+		}
+		yield(&sdk.TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status, Final: true, Metadata: t.Metadata}, nil)
+	}
+}
+
+func contextOf(discussion, runID string) string {
+	if discussion != "" {
+		return discussion
+	}
+	return runID
+}
+
+// OnGetTask handles tasks/get: a run in flight, else the stored run.
+func (h handler) OnGetTask(ctx context.Context, q *sdk.TaskQueryParams) (*sdk.Task, error) {
+	if q == nil || q.ID == "" {
+		return nil, fmt.Errorf("%w: id is required", sdk.ErrInvalidParams)
+	}
+	id := string(q.ID)
+	if eng := h.s.engine(); eng != nil {
+		if run, ok := eng.Get(id); ok {
+			ctxID := contextOf(run.Req.DiscussionID, run.ID)
+			if run.Finished() {
+				return a2a.TaskFromResult(run.Result(), ctxID), nil
+			}
+			return a2a.WorkingTask(run.ID, ctxID, run.Started), nil
+		}
+	}
+	rec, err := h.s.o.Store.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: no task %q on %s", sdk.ErrTaskNotFound, id, h.s.self.Slug)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading task %q: %w", sdk.ErrInternalError, id, err)
+	}
+	return a2a.TaskFromResult(server.ResultOf(rec), contextOf(rec.DiscussionID, rec.ID)), nil
+}
+
+// OnCancelTask handles tasks/cancel: a run in flight is cancelled and
+// finishes as canceled; a finished task cannot be canceled (-32002).
+func (h handler) OnCancelTask(ctx context.Context, p *sdk.TaskIDParams) (*sdk.Task, error) {
+	if p == nil || p.ID == "" {
+		return nil, fmt.Errorf("%w: id is required", sdk.ErrInvalidParams)
+	}
+	id := string(p.ID)
+	if eng := h.s.engine(); eng != nil {
+		if run, ok := eng.Get(id); ok && !run.Finished() {
+			run.Cancel()
+			wctx, cancel := context.WithTimeoutCause(ctx, cancelWait, fmt.Errorf("run %s did not stop within %s", id, cancelWait))
+			defer cancel()
+			res, err := run.Wait(wctx)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", sdk.ErrInternalError, err)
+			}
+			h.s.log.Info("a2a task canceled", zap.String("run_id", id))
+			return a2a.TaskFromResult(res, contextOf(run.Req.DiscussionID, run.ID)), nil
+		}
+	}
+	t, err := h.OnGetTask(ctx, &sdk.TaskQueryParams{ID: p.ID})
+	if err != nil {
+		return nil, err
+	}
+	if t.Status.State.Terminal() {
+		return nil, fmt.Errorf("%w: task %s is %s; a finished task cannot be canceled", sdk.ErrTaskNotCancelable, id, t.Status.State)
+	}
+	// Recorded as running but not in this process: it died with an earlier
+	// process and nothing is left to cancel.
+	return nil, fmt.Errorf("%w: task %s is not running in this agent process (it was interrupted by a restart)", sdk.ErrTaskNotCancelable, id)
+}
+
+var errNoPush = fmt.Errorf("%w: this agent does not send push notifications", sdk.ErrPushNotificationNotSupported)
+
+func (handler) OnGetTaskPushConfig(context.Context, *sdk.GetTaskPushConfigParams) (*sdk.TaskPushConfig, error) {
+	return nil, errNoPush
+}
+
+func (handler) OnListTaskPushConfig(context.Context, *sdk.ListTaskPushConfigParams) ([]*sdk.TaskPushConfig, error) {
+	return nil, errNoPush
+}
+
+func (handler) OnSetTaskPushConfig(context.Context, *sdk.TaskPushConfig) (*sdk.TaskPushConfig, error) {
+	return nil, errNoPush
+}
+
+func (handler) OnDeleteTaskPushConfig(context.Context, *sdk.DeleteTaskPushConfigParams) error {
+	return errNoPush
+}
+
+func (handler) OnGetExtendedAgentCard(context.Context) (*sdk.AgentCard, error) {
+	return nil, sdk.ErrAuthenticatedExtendedCardNotConfigured
+}

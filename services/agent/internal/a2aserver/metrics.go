@@ -1,0 +1,27 @@
+package a2aserver
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	messages     *prometheus.CounterVec
+	callDuration *prometheus.HistogramVec
+}
+
+// newMetrics registers the A2A metrics on reg (nil: not exported).
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecrew_a2a_messages_total",
+			Help: "A2A messages sent and received, by verb and outcome (accepted, completed, partial, failed, canceled, refused, pending).",
+		}, []string{"direction", "verb", "outcome"}),
+		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kubecrew_a2a_call_duration_seconds",
+			Help:    "Duration of A2A calls this agent made, until the answer (ask, delegate) or the acceptance (notify).",
+			Buckets: []float64{0.005, 0.05, 0.5, 5, 30, 60, 120, 300, 600},
+		}, []string{"verb", "outcome"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.messages, m.callDuration)
+	}
+	return m
+}

@@ -1,0 +1,229 @@
+package a2aserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kubecrew/kubecrew/pkg/a2a"
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/tools"
+	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
+)
+
+// Tool names (canonical; every persona has them).
+const (
+	ToolAsk      = "ask_agent"
+	ToolNotify   = "notify_agent"
+	ToolDelegate = "delegate_task"
+)
+
+var errNoRun = errors.New("this tool only works inside a run")
+
+// agents lists the fleet for tool descriptions.
+func agents() string {
+	parts := make([]string, len(persona.All))
+	for i, a := range persona.All {
+		parts[i] = a.Slug + " (" + a.Name + ")"
+	}
+	return strings.Join(parts, ", ")
+}
+
+type askArgs struct {
+	AgentSlug string `json:"agent_slug" description:"the agent to ask: its slug or persona name, e.g. k8s-engineer or sol"`
+	Question  string `json:"question" description:"the whole question; the other agent sees nothing else of your run"`
+}
+
+type notifyArgs struct {
+	AgentSlug string `json:"agent_slug" description:"the agent to tell: its slug or persona name, e.g. code-reviewer or vera"`
+	Message   string `json:"message" description:"what the agent should know; it gets no other context"`
+}
+
+// findingArg is an alias of an unnamed struct so its schema is inlined in
+// the tool's parameters (a named type would become a $ref).
+type findingArg = struct {
+	Key         string  `json:"key,omitempty" description:"ignored: the key is derived from the fields"`
+	Severity    string  `json:"severity" enum:"critical,high,medium,low" description:"critical, high, medium or low"`
+	Kind        string  `json:"kind" description:"Kubernetes kind of the affected workload, e.g. Deployment"`
+	Namespace   string  `json:"namespace" description:"namespace of the workload"`
+	Name        string  `json:"name" description:"name of the workload (the owner, not the pod)"`
+	Container   string  `json:"container,omitempty" description:"container, when the problem is one container's"`
+	Reason      string  `json:"reason" description:"short machine-like reason, e.g. OOMKilled"`
+	Detail      string  `json:"detail,omitempty" description:"one line of evidence"`
+	Remediation string  `json:"remediation,omitempty" description:"the fix you decided on"`
+	Remediable  bool    `json:"remediable,omitempty" description:"true when an agent may fix it"`
+	Confidence  float64 `json:"confidence,omitempty" description:"0..1"`
+}
+
+type delegateArgs struct {
+	AgentSlug string      `json:"agent_slug" description:"the agent that must act: its slug or persona name, e.g. k8s-engineer or sol"`
+	Decision  string      `json:"decision" description:"the decision, as an instruction: what to do to which workload and why (send the decision, not the question)"`
+	Finding   *findingArg `json:"finding,omitempty" description:"the finding to act on; it travels as structured data"`
+	Evidence  string      `json:"evidence,omitempty" description:"the evidence behind the decision (events, log lines, numbers)"`
+}
+
+// Tools returns ask_agent, notify_agent and delegate_task. None of them is
+// mutating: they change nothing themselves; the receiving agent's own gates
+// decide what it may do.
+func (s *Service) Tools() []tools.Tool {
+	fleet := agents()
+	return []tools.Tool{
+		tools.New(ToolAsk, "Ask another agent of the fleet a question and wait for its answer. Agents: "+fleet+".", false,
+			func(ctx context.Context, a askArgs) (string, error) {
+				res, err := s.call(ctx, engine.RunFrom(ctx), a2a.VerbAsk, a.AgentSlug, a.Question, nil)
+				if err != nil {
+					return "", err
+				}
+				return describe(res, "answered"), nil
+			}),
+		tools.New(ToolNotify, "Tell another agent something without waiting for an answer (it works on it on its own). Agents: "+fleet+".", false,
+			func(ctx context.Context, a notifyArgs) (string, error) {
+				res, err := s.call(ctx, engine.RunFrom(ctx), a2a.VerbNotify, a.AgentSlug, a.Message, nil)
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%s accepted the message (task %s); it works on it on its own and will not answer you.", res.Peer.Slug, res.TaskID), nil
+			}),
+		tools.New(ToolDelegate, "Hand a decided piece of work to the agent that may do it — send the decision and the evidence, not a question — and wait for its result. Agents: "+fleet+".", false,
+			func(ctx context.Context, a delegateArgs) (string, error) {
+				r := engine.RunFrom(ctx)
+				if r == nil {
+					return "", errNoRun
+				}
+				text := strings.TrimSpace(a.Decision)
+				if text == "" {
+					return "", errors.New("decision is required: say what the agent must do")
+				}
+				if ev := strings.TrimSpace(a.Evidence); ev != "" {
+					text += "\n\nEvidence:\n" + ev
+				}
+				var f *api.Finding
+				if a.Finding != nil {
+					nf, err := a2a.NormalizeFinding(api.Finding{
+						Severity: a.Finding.Severity, Kind: a.Finding.Kind, Namespace: a.Finding.Namespace, Name: a.Finding.Name,
+						Container: a.Finding.Container, Reason: a.Finding.Reason, Detail: a.Finding.Detail,
+						Remediation: a.Finding.Remediation, Remediable: a.Finding.Remediable, Confidence: a.Finding.Confidence,
+					})
+					if err != nil {
+						return "", err
+					}
+					f = &nf
+				}
+				res, err := s.call(ctx, r, a2a.VerbDelegate, a.AgentSlug, text, f)
+				d := delegation(a.AgentSlug, f, res, err)
+				r.SetDelegation(d)
+				if err != nil {
+					return "", err
+				}
+				return describe(res, "did the delegated work"), nil
+			}),
+	}
+}
+
+// call sends one message from run r: depth, discussion and trace come from
+// the run; the trace records a2a_send.
+func (s *Service) call(ctx context.Context, r *engine.Run, verb a2a.Verb, to, text string, f *api.Finding) (a2a.Result, error) {
+	if r == nil {
+		return a2a.Result{}, errNoRun
+	}
+	discussion := r.Req.DiscussionID
+	if discussion == "" {
+		discussion = r.ID // the run that starts a discussion names it
+	}
+	call := a2a.Call{
+		To: to, Verb: verb, Text: text, Finding: f, RunDepth: r.Req.SocialDepth,
+		DiscussionID: discussion, TraceID: s.traceOf(r), CallerRunID: r.ID,
+	}
+	start := s.o.Now()
+	res, err := s.client.Send(ctx, call)
+	ev := map[string]any{
+		"to": to, "verb": verb, "depth": a2a.OutgoingDepth(r.Req.SocialDepth), "discussion_id": discussion,
+		"trace_id": call.TraceID, "text": text, "message_id": res.MessageID, "audit_id": res.AuditID,
+		"outcome": res.Outcome, "callee_run_id": res.TaskID, "duration_ms": s.o.Now().Sub(start).Milliseconds(),
+	}
+	if res.Peer.Slug != "" {
+		ev["to"] = res.Peer.Slug
+	}
+	if f != nil {
+		ev["finding"] = f
+	}
+	if err != nil {
+		ev["error"] = err.Error()
+		if res.Outcome == "" {
+			ev["outcome"] = a2a.OutcomeRefused // rejected before anything was sent (unknown agent, bad input)
+		}
+	}
+	r.Event(ctx, "a2a_send", ev)
+	return res, err
+}
+
+// describe is a tool's answer about a finished call.
+func describe(res a2a.Result, verbed string) string {
+	var b strings.Builder
+	switch res.Outcome {
+	case a2a.OutcomeCompleted, a2a.OutcomePartial:
+		fmt.Fprintf(&b, "%s %s (task %s, %s).", res.Peer.Slug, verbed, res.TaskID, res.Outcome)
+	default:
+		fmt.Fprintf(&b, "%s's run ended %s (task %s).", res.Peer.Slug, res.Outcome, res.TaskID)
+		if res.Error != "" {
+			fmt.Fprintf(&b, " Error: %s", res.Error)
+		}
+	}
+	if res.Verdict != "" {
+		fmt.Fprintf(&b, "\nVerdict: %s", res.Verdict)
+	}
+	if res.Answer != "" {
+		fmt.Fprintf(&b, "\nAnswer:\n%s", res.Answer)
+	}
+	if len(res.Findings) > 0 {
+		fmt.Fprintf(&b, "\n%s", a2a.Summary(res.Findings))
+	}
+	return b.String()
+}
+
+// delegation is the record of a hand-off for the run result.
+func delegation(to string, f *api.Finding, res a2a.Result, err error) api.Delegation {
+	d := api.Delegation{To: to, RunID: res.TaskID, Sent: res.TaskID != ""}
+	if res.Peer.Slug != "" {
+		d.To = res.Peer.Slug
+	}
+	if f != nil {
+		d.Finding = *f
+	}
+	switch {
+	case err != nil:
+		d.Error = err.Error()
+	case res.Outcome == a2a.OutcomeCompleted || res.Outcome == a2a.OutcomePartial || res.Outcome == a2a.OutcomeAccepted:
+		d.Result = res.Answer
+		if d.Result == "" {
+			d.Result = res.Outcome
+		}
+	default:
+		d.Result = res.Answer
+		d.Error = fmt.Sprintf("%s's run ended %s", d.To, res.Outcome)
+		if res.Error != "" {
+			d.Error += ": " + res.Error
+		}
+	}
+	return d
+}
+
+// Delegate implements engine.Delegator: the finding goes as the data part
+// {"finding": …} with the instruction as text, blocking up to
+// A2A_CALL_TIMEOUT; the callee's run id and answer come back.
+func (s *Service) Delegate(ctx context.Context, r *engine.Run, to string, f api.Finding, instruction string) api.Delegation {
+	nf, err := a2a.NormalizeFinding(f)
+	if err != nil {
+		return api.Delegation{To: to, Finding: f, Error: "not sent: " + err.Error()}
+	}
+	text := strings.TrimSpace(instruction)
+	if text == "" {
+		text = fmt.Sprintf("Fix %s: %s on %s %s/%s.", nf.Key, nf.Reason, nf.Kind, nf.Namespace, nf.Name)
+	}
+	res, err := s.call(ctx, r, a2a.VerbDelegate, to, text, &nf)
+	return delegation(to, &nf, res, err)
+}
+
+var _ engine.Delegator = (*Service)(nil)
