@@ -2,6 +2,13 @@
 // alert decisions and claims, investigations, pulse state, agent memory
 // files, the A2A audit log and delivery stamps. Two implementations pass one
 // contract suite: Memory (the default, and the fallback) and Postgres.
+//
+// Processes use Open, which returns a Switch: memory without a URL;
+// otherwise Postgres, falling open to memory when Postgres is unreachable
+// (at start or mid-operation) and switching back — with what was recorded
+// meanwhile written through — once it answers again. The fallback is
+// never pinned. State() says which: "postgres", "memory" or
+// "degraded: <why>".
 package store
 
 import (
