@@ -20,7 +20,8 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
-// ErrNotFound is returned when a record does not exist.
+// ErrNotFound is returned when a record does not exist. See also
+// ErrInvalid (bad input: a 400) and ErrConflict (a duplicate id).
 var ErrNotFound = errors.New("not found")
 
 // Page asks for one page of a list. Cursor is opaque: pass the Next of the
@@ -80,7 +81,8 @@ type Runs interface {
 	UpdateRun(ctx context.Context, r Run) error
 	GetRun(ctx context.Context, id string) (Run, error)
 	ListRuns(ctx context.Context, f RunFilter, p Page) (runs []Run, next string, err error)
-	// AppendEvents adds trace events; Seq is assigned by the caller.
+	// AppendEvents adds trace events; Seq is assigned by the caller. An
+	// event whose (RunID, Seq) is stored already is kept: retries are safe.
 	AppendEvents(ctx context.Context, evs ...Event) error
 	Events(ctx context.Context, runID string) ([]Event, error)
 }
@@ -97,6 +99,7 @@ type FindingRecord struct {
 // Findings stores findings. Lists are newest first.
 type Findings interface {
 	RecordFindings(ctx context.Context, runID, agent string, at time.Time, fs []api.Finding) error
+	// ListFindings lists agent's findings ("" = every agent's).
 	ListFindings(ctx context.Context, agent string, p Page) ([]FindingRecord, string, error)
 }
 
@@ -114,8 +117,9 @@ type PulseState struct {
 type PulseStore interface {
 	PulseStates(ctx context.Context, agent string) ([]PulseState, error)
 	SetPulseState(ctx context.Context, s PulseState) error
-	// TryPulseLock takes the agent's pulse leadership if free (or already
-	// ours); release gives it back. Without a shared database it always wins.
+	// TryPulseLock takes the agent's pulse leadership for ttl if free,
+	// expired or already holder's; ttl <= 0 releases it (when holder has
+	// it) and reports false. Without a shared database it is per process.
 	TryPulseLock(ctx context.Context, agent, holder string, ttl time.Duration) (bool, error)
 }
 
@@ -160,6 +164,7 @@ type A2AEntry struct {
 type Audit interface {
 	RecordA2A(ctx context.Context, e A2AEntry) error
 	UpdateA2A(ctx context.Context, e A2AEntry) error
+	// ListA2A lists agent's entries ("" = every agent's).
 	ListA2A(ctx context.Context, agent string, p Page) ([]A2AEntry, string, error)
 }
 
