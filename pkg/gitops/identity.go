@@ -1,26 +1,21 @@
 package gitops
 
-import "strings"
+import (
+	"strings"
 
-// personaSlugs maps persona names to agent slugs (ARCHITECTURE §1): a PR
-// proposed by "sol" was proposed by k8s-engineer, and "Sol" reviewing it is
-// self-review.
-var personaSlugs = map[string]string{
-	"noor": "platform-sre",
-	"sol":  "k8s-engineer",
-	"vera": "code-reviewer",
-	"dax":  "cicd-engineer",
-	"ada":  "backend-architect",
-}
+	"github.com/kubecrew/kubecrew/pkg/persona"
+)
 
-// CanonicalAgent returns the comparable form of an identity: lower case,
-// trimmed, without an "agent-" service prefix, persona names resolved to
-// slugs. "" stays "" (an unknown identity, which every guard refuses).
+// CanonicalAgent returns the comparable form of an identity: a persona name
+// or slug (with or without the "agent-" service prefix) becomes the slug, so
+// "Sol", "sol", "agent-k8s-engineer" and "k8s-engineer" are one agent and
+// "Sol" reviewing k8s-engineer's PR is self-review. Other identities (a
+// GitHub login, a person) are lower-cased and trimmed. "" stays "": an
+// unknown identity, which every guard refuses.
 func CanonicalAgent(id string) string {
 	s := strings.ToLower(strings.TrimSpace(id))
-	s = strings.TrimPrefix(s, "agent-")
-	if slug, ok := personaSlugs[s]; ok {
-		return slug
+	if p, ok := persona.Lookup(strings.TrimPrefix(s, "agent-")); ok {
+		return p.Slug
 	}
 	return s
 }

@@ -1,0 +1,538 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/tools"
+)
+
+// Gate actions of the GitOps primitives (tools.Check).
+const (
+	ActionPROpen       tools.Action = "gitops.pr.open"
+	ActionPRReview     tools.Action = "gitops.pr.review"
+	ActionMergeTrivial tools.Action = "gitops.pr.mergetrivial"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxOpenPRs   = 5
+	DefaultStaleAfter   = 7 * 24 * time.Hour
+	DefaultDiffMaxChars = 20000
+)
+
+// Options configure the GitOps service and its tools. Zero values take the
+// defaults.
+type Options struct {
+	MaxOpenPRs   int           // open agent PRs that are not stale; default 5
+	StaleAfter   time.Duration // an open agent PR older than this is stale; default 7 days
+	DiffMaxChars int           // a longer diff is truncated and cannot be approved; default 20,000
+	MergeMethod  string        // default "merge"
+	Now          func() time.Time
+	Metrics      *Metrics
+	Logger       *zap.Logger
+	// IsFleetWorkload reports workloads of the fleet itself, which Sol never
+	// changes (ARCHITECTURE §9.14). nil: the agent-<persona> deployments and
+	// kubecrew-core.
+	IsFleetWorkload func(namespace, kind, name string) bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxOpenPRs <= 0 {
+		o.MaxOpenPRs = DefaultMaxOpenPRs
+	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = DefaultStaleAfter
+	}
+	if o.DiffMaxChars <= 0 {
+		o.DiffMaxChars = DefaultDiffMaxChars
+	}
+	if o.MergeMethod == "" {
+		o.MergeMethod = "merge"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.IsFleetWorkload == nil {
+		o.IsFleetWorkload = defaultFleetWorkload
+	}
+	return o
+}
+
+func defaultFleetWorkload(_, _, name string) bool {
+	n := strings.ToLower(strings.TrimSpace(name))
+	if n == "kubecrew-core" {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(n, "agent-"); ok {
+		_, known := persona.Lookup(rest)
+		return known
+	}
+	return false
+}
+
+// Service is the GitOps side of one agent: what its tools do, callable
+// directly by deterministic playbooks. me is the agent's identity (slug).
+type Service struct {
+	f    Forge
+	me   string
+	opts Options
+}
+
+// NewService returns the GitOps service for agent me over forge f.
+func NewService(f Forge, me string, opts Options) *Service {
+	return &Service{f: f, me: strings.TrimSpace(me), opts: opts.withDefaults()}
+}
+
+// ErrNoIdentity is returned by every identity-bound operation of an agent
+// that cannot name itself.
+var ErrNoIdentity = errors.New("this agent has no identity, so it cannot show it is not the PR's author; refusing")
+
+func (s *Service) identity() (string, error) {
+	if s.me == "" || CanonicalAgent(s.me) == "" {
+		return "", ErrNoIdentity
+	}
+	return CanonicalAgent(s.me), nil
+}
+
+// BumpRequest asks for a memory-bump PR.
+type BumpRequest struct {
+	Namespace, Kind, Name, Container string
+	Factor                           float64 // 0 = 1.5
+	FindingKey                       string  // "" = derived (reason OOMKilled)
+	Reason                           string  // evidence for the PR body
+}
+
+// BumpResult is the PR that carries the bump.
+type BumpResult struct {
+	PR       PR
+	Existing bool // the finding already had an open PR; nothing was opened
+	Path     string
+	How      string
+	Old, New string
+	Diff     string
+	Stale    []PR
+}
+
+// ProposeMemoryBump finds the workload's manifest in the repository, raises
+// the container's memory limit by a byte splice and opens a PR on
+// agent/fix/<finding-key>. The same finding returns its open PR instead of
+// opening another. It never touches the cluster.
+func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*BumpResult, error) {
+	me, err := s.identity()
+	if err != nil {
+		return nil, err
+	}
+	if err := tools.Check(ctx, ActionPROpen); err != nil {
+		return nil, err
+	}
+	if req.Namespace == "" || req.Kind == "" || req.Name == "" || req.Container == "" {
+		return nil, errors.New("namespace, kind, name and container are all required")
+	}
+	kind := CanonicalKind(req.Kind)
+	if kind == "" || kind == "Pod" {
+		return nil, fmt.Errorf("kind %q: a memory bump changes a workload's pod template (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob); for a bare pod change its owner", req.Kind)
+	}
+	if s.opts.IsFleetWorkload(req.Namespace, kind, req.Name) {
+		return nil, fmt.Errorf("%s %s/%s is part of the kubecrew fleet itself; agents never change their own workloads — a person must", kind, req.Namespace, req.Name)
+	}
+	if req.Factor != 0 {
+		if err := checkFactor(req.Factor); err != nil {
+			return nil, err
+		}
+	}
+	key := req.FindingKey
+	if key == "" {
+		key = api.Finding{Namespace: req.Namespace, Kind: kind, Name: req.Name, Container: req.Container, Reason: "OOMKilled"}.DeriveKey()
+	}
+	branch, err := BranchFor(key)
+	if err != nil {
+		return nil, err
+	}
+	open, err := s.f.ListPRs(ctx, StateOpen)
+	if err != nil {
+		return nil, fmt.Errorf("listing open PRs: %w", err)
+	}
+	fresh, stale := s.splitStale(open)
+	s.opts.Metrics.setStale(len(stale))
+	for _, p := range open {
+		if p.Branch == branch {
+			return s.existing(ctx, p, stale)
+		}
+	}
+	if len(fresh) >= s.opts.MaxOpenPRs {
+		return nil, fmt.Errorf("%d agent PRs are open and not stale (cap %d): %s — review or close them first%s",
+			len(fresh), s.opts.MaxOpenPRs, prList(fresh), staleNote(stale, s.opts.Now()))
+	}
+	loc, err := LocateManifest(ctx, s.f, req.Namespace, kind, req.Name, req.Container)
+	if err != nil {
+		return nil, err
+	}
+	out, old, nv, err := BumpMemory(loc.Content, kind, req.Name, req.Container, req.Factor)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", loc.Path, err)
+	}
+	factor := req.Factor
+	if factor == 0 {
+		factor = DefaultFactor
+	}
+	prop := Proposal{Kind: kind, Namespace: req.Namespace, Name: req.Name, Container: req.Container,
+		Path: loc.Path, Old: old, New: nv, Factor: factor, Evidence: req.Reason, FindingKey: key, Author: me}
+	pr, err := s.f.OpenPR(ctx, branch, loc.Path, out, prop.Title(), prop.Body(), me)
+	if errors.Is(err, ErrPRExists) {
+		return s.existing(ctx, pr, stale)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening the PR: %w", err)
+	}
+	s.opts.Metrics.prOpened()
+	s.opts.Logger.Info("gitops: memory bump proposed", zap.Int("pr", pr.Number), zap.String("branch", branch),
+		zap.String("path", loc.Path), zap.String("old", old), zap.String("new", nv))
+	d, err := s.f.Diff(ctx, pr.Number)
+	if err != nil {
+		return nil, fmt.Errorf("PR #%d opened, but its diff could not be read: %w", pr.Number, err)
+	}
+	return &BumpResult{PR: pr, Path: loc.Path, How: loc.How, Old: old, New: nv, Diff: d, Stale: stale}, nil
+}
+
+func (s *Service) existing(ctx context.Context, p PR, stale []PR) (*BumpResult, error) {
+	d, err := s.f.Diff(ctx, p.Number)
+	if err != nil {
+		return nil, fmt.Errorf("PR #%d exists for this finding, but its diff could not be read: %w", p.Number, err)
+	}
+	r := &BumpResult{PR: p, Existing: true, Diff: d, Stale: stale}
+	if mc, _ := analyseMemoryDiff(d); mc != nil {
+		r.Path, r.Old, r.New = mc.Path, mc.Old, mc.New
+	}
+	return r, nil
+}
+
+// splitStale separates open agent PRs into fresh and stale ones.
+func (s *Service) splitStale(open []PR) (fresh, stale []PR) {
+	now := s.opts.Now()
+	for _, p := range open {
+		if !IsAgentBranch(p.Branch) || p.State != StateOpen {
+			continue
+		}
+		if now.Sub(p.CreatedAt) > s.opts.StaleAfter {
+			stale = append(stale, p)
+		} else {
+			fresh = append(fresh, p)
+		}
+	}
+	return fresh, stale
+}
+
+// StalePRs lists open agent PRs older than the stale threshold, sets the
+// kubecrew_gitops_stale_prs gauge, and returns one finding (kind
+// PullRequest) per stale PR, so that a cap jammed by PRs nobody merges is
+// reported instead of silently blocking new fixes.
+func (s *Service) StalePRs(ctx context.Context) ([]PR, []api.Finding, error) {
+	open, err := s.f.ListPRs(ctx, StateOpen)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, stale := s.splitStale(open)
+	s.opts.Metrics.setStale(len(stale))
+	now := s.opts.Now()
+	var fs []api.Finding
+	for _, p := range stale {
+		f := api.Finding{
+			Severity: api.SeverityMedium, Kind: "PullRequest", Name: fmt.Sprintf("pr-%d", p.Number),
+			Reason: "StalePullRequest",
+			Detail: fmt.Sprintf("Agent PR #%d %q (%s, by %s) has been open for %s without being merged or closed: %s",
+				p.Number, p.Title, p.Branch, p.Author, age(now.Sub(p.CreatedAt)), p.URL),
+			Remediation: "Review it (merge or request changes) or close it; stale agent PRs do not count against the open-PR cap but still need a person.",
+			Remediable:  false, Confidence: 1,
+		}
+		f.Key = f.DeriveKey()
+		fs = append(fs, f)
+	}
+	return stale, fs, nil
+}
+
+// PRView is a PR as get_pr shows it.
+type PRView struct {
+	PR        PR
+	Reviews   []Review
+	Diff      string // possibly truncated
+	FullChars int
+	Truncated bool
+	// Suggested is ReviewPR's verdict and body over what was seen.
+	SuggestedVerdict, SuggestedBody string
+}
+
+// GetPR reads an agent PR with its reviews and diff, truncating a diff
+// longer than DiffMaxChars, and runs ReviewPR on it.
+func (s *Service) GetPR(ctx context.Context, number int) (*PRView, error) {
+	pr, err := s.agentPR(ctx, number)
+	if err != nil {
+		return nil, err
+	}
+	rv, err := s.f.Reviews(ctx, number)
+	if err != nil {
+		return nil, fmt.Errorf("reviews of #%d: %w", number, err)
+	}
+	d, err := s.f.Diff(ctx, number)
+	if err != nil {
+		return nil, fmt.Errorf("diff of #%d: %w", number, err)
+	}
+	v := &PRView{PR: pr, Reviews: rv, Diff: d, FullChars: len(d)}
+	if len(d) > s.opts.DiffMaxChars {
+		v.Truncated = true
+		v.Diff = d[:s.opts.DiffMaxChars]
+	}
+	v.SuggestedVerdict, v.SuggestedBody = ReviewPR(pr, v.Diff, v.Truncated, s.manifestOf(ctx, d))
+	return v, nil
+}
+
+// manifestOf reads the base version of the one file a diff touches, or nil.
+func (s *Service) manifestOf(ctx context.Context, diff string) []byte {
+	files, err := parseUnifiedDiff(diff)
+	if err != nil || len(files) != 1 {
+		return nil
+	}
+	p, err := diffPath(files[0].OldPath, "a/")
+	if err != nil || p == "" {
+		return nil
+	}
+	b, err := s.f.ReadFile(ctx, p)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// agentPR fetches a PR and refuses anything not on an agent/fix/ branch.
+func (s *Service) agentPR(ctx context.Context, number int) (PR, error) {
+	if number <= 0 {
+		return PR{}, fmt.Errorf("invalid PR number %d", number)
+	}
+	pr, err := s.f.GetPR(ctx, number)
+	if err != nil {
+		return PR{}, err
+	}
+	if !IsAgentBranch(pr.Branch) {
+		return PR{}, fmt.Errorf("PR #%d is on branch %q: only agent PRs (%s…) are reachable from this tool; human and bot PRs are not an agent's to touch", number, pr.Branch, AgentBranchPrefix)
+	}
+	return pr, nil
+}
+
+// ListAgentPRs lists PRs on agent/fix/ branches in state ("" = open).
+func (s *Service) ListAgentPRs(ctx context.Context, state string) ([]PR, error) {
+	if state == "" {
+		state = StateOpen
+	}
+	prs, err := s.f.ListPRs(ctx, state)
+	if err != nil {
+		return nil, err
+	}
+	var out []PR
+	for _, p := range prs {
+		if IsAgentBranch(p.Branch) {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	if state == StateOpen {
+		_, stale := s.splitStale(out)
+		s.opts.Metrics.setStale(len(stale))
+	}
+	return out, nil
+}
+
+// Review submits a review as this agent. It refuses: no identity; a PR not
+// on an agent/fix/ branch or not open; the agent's own PR (or a PR whose
+// author is unknown); a request_changes or comment without a substantive
+// body; and an approval of a diff longer than DiffMaxChars, which no one
+// could have seen whole.
+func (s *Service) Review(ctx context.Context, number int, verdict, body string) (PR, error) {
+	me, err := s.identity()
+	if err != nil {
+		return PR{}, err
+	}
+	if err := tools.Check(ctx, ActionPRReview); err != nil {
+		return PR{}, err
+	}
+	if err := validVerdict(verdict); err != nil {
+		return PR{}, err
+	}
+	pr, err := s.agentPR(ctx, number)
+	if err != nil {
+		return PR{}, err
+	}
+	if pr.State != StateOpen {
+		return PR{}, fmt.Errorf("PR #%d is %s; only open PRs are reviewed", number, pr.State)
+	}
+	if err := notAuthor(pr, me, "review"); err != nil {
+		return PR{}, err
+	}
+	if verdict != VerdictApprove {
+		if err := substantive(body); err != nil {
+			return PR{}, fmt.Errorf("a %s review needs a reason: %w", verdict, err)
+		}
+	} else {
+		d, err := s.f.Diff(ctx, number)
+		if err != nil {
+			return PR{}, fmt.Errorf("reading the diff before approving: %w", err)
+		}
+		if len(d) > s.opts.DiffMaxChars {
+			return PR{}, fmt.Errorf("approval refused: the diff of #%d is %d characters, over the %d that can be shown whole — nobody has seen all of it; request changes or leave it for a person", number, len(d), s.opts.DiffMaxChars)
+		}
+		if strings.TrimSpace(body) == "" {
+			body = "Approved."
+		}
+	}
+	if err := s.f.SubmitReview(ctx, number, Review{Reviewer: me, Verdict: verdict, Body: body, At: s.opts.Now(), Commit: pr.HeadSHA}); err != nil {
+		return PR{}, err
+	}
+	s.opts.Logger.Info("gitops: review submitted", zap.Int("pr", number), zap.String("verdict", verdict))
+	return pr, nil
+}
+
+func notAuthor(pr PR, me, what string) error {
+	author := CanonicalAgent(pr.Author)
+	if author == "" {
+		return fmt.Errorf("PR #%d has no recorded author, so this cannot be shown not to be self-%s; refusing", pr.Number, what)
+	}
+	if author == me {
+		return fmt.Errorf("PR #%d was proposed by %s — you; the proposer never %ss its own PR", pr.Number, pr.Author, what)
+	}
+	return nil
+}
+
+// substantive requires a body of real words: at least 20 letters in at
+// least four words, three of them different.
+func substantive(body string) error {
+	words := strings.FieldsFunc(body, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
+	letters := 0
+	distinct := map[string]bool{}
+	n := 0
+	for _, w := range words {
+		if len([]rune(w)) < 2 {
+			continue
+		}
+		n++
+		letters += len([]rune(w))
+		distinct[strings.ToLower(w)] = true
+	}
+	if letters < 20 || n < 4 || len(distinct) < 3 {
+		return errors.New("say what is wrong and what to change, in a sentence or two of real words")
+	}
+	return nil
+}
+
+// MergeResult is merge_if_trivial's answer.
+type MergeResult struct {
+	PR     PR
+	Merged bool
+	Reason string // why not, when not merged
+	Old    string
+	New    string
+}
+
+// MergeIfTrivial merges a PR only when TrivialMergeCheck and
+// VerifyDiffOnManifest both accept it, re-deriving everything from the
+// diff, the reviews and the base manifest, and pins the merge to the head
+// that was checked. Anything else is left for a human with the reason.
+func (s *Service) MergeIfTrivial(ctx context.Context, number int) (*MergeResult, error) {
+	me, err := s.identity()
+	if err != nil {
+		return nil, err
+	}
+	if err := tools.Check(ctx, ActionMergeTrivial); err != nil {
+		return nil, err
+	}
+	pr, err := s.agentPR(ctx, number)
+	if err != nil {
+		return nil, err
+	}
+	if err := notAuthor(pr, me, "merge"); err != nil {
+		return nil, err
+	}
+	pin, ok := s.f.(HeadPinnedMerger)
+	if !ok || pr.HeadSHA == "" {
+		s.opts.Metrics.mergeCheck("refused")
+		return &MergeResult{PR: pr, Reason: "the forge cannot pin the merge to the checked commit; left for a human"}, nil
+	}
+	diff, err := s.f.Diff(ctx, number)
+	if err != nil {
+		s.opts.Metrics.mergeCheck("error")
+		return nil, fmt.Errorf("diff of #%d: %w", number, err)
+	}
+	reviews, err := s.f.Reviews(ctx, number)
+	if err != nil {
+		s.opts.Metrics.mergeCheck("error")
+		return nil, fmt.Errorf("reviews of #%d: %w", number, err)
+	}
+	refuse := func(err error) (*MergeResult, error) {
+		s.opts.Metrics.mergeCheck("refused")
+		s.opts.Logger.Info("gitops: merge_if_trivial refused", zap.Int("pr", number), zap.Error(err))
+		return &MergeResult{PR: pr, Reason: strings.TrimPrefix(err.Error(), ErrNotTrivial.Error()+": ")}, nil
+	}
+	if err := TrivialMergeCheck(pr, diff, reviews); err != nil {
+		return refuse(err)
+	}
+	mc, _ := analyseMemoryDiff(diff)
+	base, err := s.f.ReadFile(ctx, mc.Path)
+	if err != nil {
+		return refuse(fmt.Errorf("the base version of %s could not be read: %w", mc.Path, err))
+	}
+	if err := VerifyDiffOnManifest(base, diff); err != nil {
+		return refuse(err)
+	}
+	if err := pin.MergePinned(ctx, number, s.opts.MergeMethod, pr.HeadSHA); err != nil {
+		if errors.Is(err, ErrHeadMoved) {
+			return refuse(err)
+		}
+		s.opts.Metrics.mergeCheck("error")
+		return nil, fmt.Errorf("merging #%d: %w", number, err)
+	}
+	s.opts.Metrics.mergeCheck("merged")
+	s.opts.Logger.Info("gitops: trivial PR merged", zap.Int("pr", number), zap.String("old", mc.Old), zap.String("new", mc.New))
+	pr.State = StateMerged
+	return &MergeResult{PR: pr, Merged: true, Old: mc.Old, New: mc.New}, nil
+}
+
+func prList(prs []PR) string {
+	var parts []string
+	for _, p := range prs {
+		parts = append(parts, fmt.Sprintf("#%d %s", p.Number, p.Branch))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func staleNote(stale []PR, now time.Time) string {
+	if len(stale) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, p := range stale {
+		parts = append(parts, fmt.Sprintf("#%d (%s old)", p.Number, age(now.Sub(p.CreatedAt))))
+	}
+	return fmt.Sprintf(". STALE, not counted against the cap, need a person: %s", strings.Join(parts, ", "))
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%d days", int(math.Floor(d.Hours()/24)))
+	case d >= 2*time.Hour:
+		return fmt.Sprintf("%d hours", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%d minutes", int(d.Minutes()))
+	}
+}
