@@ -255,9 +255,12 @@ func commandText(c *yaml.Node) string {
 }
 
 var (
-	loopRE  = regexp.MustCompile(`(?i)\bwhile\s+(true|1|:)\b|\bwhile\s+True\s*:|\bfor\s*\(\s*;\s*;\s*\)|\bfor\s*\{|\bloop\s*\{|itertools\.count\(|setInterval\(`)
-	growRE  = regexp.MustCompile(`\.append\(|\.extend\(|\.push\(|\+=\s*(\[|"|'|b"|b'|bytearray|bytes\(|str\()|=\s*append\(|\.add\(|\.put\(|\[\s*\S+\s*\]\s*=[^=]`)
-	boundRE = regexp.MustCompile(`\.pop\(|\.popleft\(|\.clear\(\)|\bdel\s|maxlen|\[\s*-\d+\s*:\s*\]|=\s*\[\s*\]|\bbreak\b|\bexit\b|\.truncate\(|\bevict|\bLRU\b|\blru_cache\b`)
+	loopRE = regexp.MustCompile(`(?i)\bwhile\s+(true|1|:)\b|\bwhile\s+True\s*:|\bfor\s*\(\s*;\s*;\s*\)|\bfor\s*\{|\bloop\s*\{|itertools\.count\(|setInterval\(`)
+	growRE = regexp.MustCompile(`\.append\(|\.extend\(|\.push\(|\+=\s*(\[|"|'|b"|b'|bytearray|bytes\(|str\()|=\s*append\(|\.add\(|\.put\(|\[\s*\S+\s*\]\s*=[^=]`)
+	// bounds inside the loop body
+	boundRE = regexp.MustCompile(`\.pop\(|\.popleft\(|\.clear\(\)|\bdel\s|\[\s*-\d+\s*:\s*\]|=\s*\[\s*\]|\bbreak\b|\bexit\b|\.truncate\(`)
+	// bounds declared anywhere (a capped container or cache)
+	capRE = regexp.MustCompile(`maxlen|\bevict|\bLRU\b|\blru_cache\b|\bmaxsize\b`)
 )
 
 // unboundedGrowth reports why a container's inline program grows memory
@@ -274,7 +277,7 @@ func unboundedGrowth(script string) string {
 	if g == "" {
 		return ""
 	}
-	if boundRE.MatchString(body) {
+	if boundRE.MatchString(body) || capRE.MatchString(script) {
 		return ""
 	}
 	return fmt.Sprintf("runs an endless loop (%q) that adds to memory (%q) and never frees it", strings.TrimSpace(script[loc[0]:loc[1]]), strings.TrimSpace(g))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -293,7 +294,11 @@ func (s *Service) GetPR(ctx context.Context, number int) (*PRView, error) {
 	v := &PRView{PR: pr, Reviews: rv, Diff: d, FullChars: len(d)}
 	if len(d) > s.opts.DiffMaxChars {
 		v.Truncated = true
-		v.Diff = d[:s.opts.DiffMaxChars]
+		n := s.opts.DiffMaxChars
+		for n > 0 && !utf8.RuneStart(d[n]) {
+			n--
+		}
+		v.Diff = d[:n]
 	}
 	v.SuggestedVerdict, v.SuggestedBody = ReviewPR(pr, v.Diff, v.Truncated, s.manifestOf(ctx, d))
 	return v, nil
