@@ -96,8 +96,8 @@ func yamlFiles(files []string) []string {
 		if ext != ".yaml" && ext != ".yml" {
 			continue
 		}
-		if bad, _ := SensitivePath(p); bad && !strings.Contains(strings.ToLower(path.Base(p)), "kustomization") {
-			continue
+		if bad, _ := SensitivePath(p); bad {
+			continue // never a file an agent PR may change
 		}
 		out = append(out, p)
 	}
