@@ -156,6 +156,7 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 	})
 	s.log.Info("a2a message accepted", zap.String("caller", entry.Caller), zap.String("verb", entry.Verb),
 		zap.Int("depth", depth), zap.String("run_id", run.ID), zap.String("discussion_id", discussion))
+	s.settling.Add(1)
 	go s.settle(run, entry)
 	return &accepted{run: run, discussion: discussion, msg: msg}, nil
 }
@@ -163,6 +164,7 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 // settle records the outcome of a received message's run when it ends,
 // whether or not anyone is still waiting for it.
 func (s *Service) settle(run *engine.Run, entry store.A2AEntry) {
+	defer s.settling.Done()
 	<-run.Done()
 	defer s.dropTrace(run.ID)
 	res := run.Result()

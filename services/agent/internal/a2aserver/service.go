@@ -76,6 +76,8 @@ type Service struct {
 	metrics *metrics
 	log     *zap.Logger
 
+	settling sync.WaitGroup // one per received message whose outcome is not recorded yet
+
 	mu     sync.Mutex
 	eng    Engine
 	traces map[string]string // run id → trace id received with the message that started it
@@ -160,6 +162,10 @@ func (s *Service) Mount(r chi.Router, auth func(http.Handler) http.Handler) {
 	r.Get("/.well-known/agent.json", s.serveCard)
 	r.Get("/a2a/log", s.serveLog)
 }
+
+// Wait blocks until every received message's run has ended and its outcome
+// is in the audit log (shutdown, tests).
+func (s *Service) Wait() { s.settling.Wait() }
 
 // setTrace remembers the trace id a run was started with, so the messages
 // it sends carry it on.
