@@ -133,7 +133,7 @@ type CallError struct {
 
 func (e *CallError) Error() string {
 	if e.Outcome == OutcomeRefused {
-		return fmt.Sprintf("%s refused the message: %v", e.To, e.Err)
+		return fmt.Sprintf("%s refused the message: %s", e.To, strings.TrimPrefix(e.Err.Error(), "refused: "))
 	}
 	return fmt.Sprintf("message to %s failed: %v", e.To, e.Err)
 }
@@ -259,6 +259,7 @@ func (c *Client) send(ctx context.Context, peer Peer, verb Verb, msg *sdk.Messag
 	defer func() { _ = cl.Destroy() }()
 	out, err := cl.SendMessage(ctx, &sdk.MessageSendParams{Message: msg})
 	if err != nil {
+		err = remoteError(err)
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", cause, err)
 		}
@@ -300,6 +301,37 @@ func outcomeOf(r Reply) string {
 		return OutcomeAccepted
 	}
 	return OutcomeFailed
+}
+
+// jsonrpcErrors are the SDK's JSON-RPC error sentinels; the SDK client
+// appends the code's name to the peer's message ("<message>: invalid
+// request"), which remoteError keeps matchable but drops from the text.
+var jsonrpcErrors = []error{
+	sdk.ErrParseError, sdk.ErrInvalidRequest, sdk.ErrMethodNotFound, sdk.ErrInvalidParams, sdk.ErrInternalError,
+	sdk.ErrServerError, sdk.ErrTaskNotFound, sdk.ErrTaskNotCancelable, sdk.ErrPushNotificationNotSupported,
+	sdk.ErrUnsupportedOperation, sdk.ErrUnsupportedContentType, sdk.ErrInvalidAgentResponse,
+}
+
+type peerError struct {
+	msg  string
+	code error
+}
+
+func (e *peerError) Error() string { return e.msg }
+func (e *peerError) Unwrap() error { return e.code }
+
+func remoteError(err error) error {
+	for _, code := range jsonrpcErrors {
+		if !errors.Is(err, code) {
+			continue
+		}
+		msg, ok := strings.CutSuffix(err.Error(), ": "+code.Error())
+		if !ok || msg == "" {
+			return err
+		}
+		return &peerError{msg: msg, code: code}
+	}
+	return err
 }
 
 // bearer adds the token to every request.

@@ -43,15 +43,15 @@ type accepted struct {
 func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*accepted, error) {
 	s := h.s
 	if params == nil || params.Message == nil {
-		return nil, fmt.Errorf("%w: params.message is required", sdk.ErrInvalidParams)
+		return nil, codeErr(sdk.ErrInvalidParams, errors.New("params.message is required"))
 	}
 	msg := params.Message
 	if params.Config != nil && params.Config.PushConfig != nil {
-		return nil, fmt.Errorf("%w: this agent does not send push notifications; use message/stream or tasks/get", sdk.ErrPushNotificationNotSupported)
+		return nil, codeErr(sdk.ErrPushNotificationNotSupported, errors.New("this agent does not send push notifications; use message/stream or tasks/get"))
 	}
 	eng := s.engine()
 	if eng == nil {
-		return nil, fmt.Errorf("%w: the agent is not ready (no engine attached)", sdk.ErrServerError)
+		return nil, codeErr(sdk.ErrServerError, errors.New("the agent is not ready (no engine attached)"))
 	}
 	now := s.o.Now().UTC()
 	entry := store.A2AEntry{
@@ -64,7 +64,7 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 		s.metrics.messages.WithLabelValues(a2a.DirectionReceived, verb, a2a.OutcomeRefused).Inc()
 		s.log.Info("a2a message refused", zap.String("caller", entry.Caller), zap.String("verb", verb),
 			zap.Int("depth", entry.Depth), zap.String("message_id", msg.ID), zap.Error(cause))
-		return fmt.Errorf("%w: %w", code, cause)
+		return codeErr(code, cause)
 	}
 
 	meta, err := a2a.ParseMeta(msg.Metadata)
@@ -211,6 +211,17 @@ func (s *Service) recordReceived(ctx context.Context, e *store.A2AEntry) {
 	}
 }
 
+// codedError carries a JSON-RPC error code (one of the SDK's sentinel
+// errors, matched with errors.Is) while its text is only the cause: the
+// code's own name is already the JSON-RPC error message, so data.error says
+// what went wrong without repeating it.
+type codedError struct{ code, cause error }
+
+func (e *codedError) Error() string   { return e.cause.Error() }
+func (e *codedError) Unwrap() []error { return []error{e.code, e.cause} }
+
+func codeErr(code, cause error) error { return &codedError{code: code, cause: cause} }
+
 func blocking(p *sdk.MessageSendParams) bool {
 	return p.Config == nil || p.Config.Blocking == nil || *p.Config.Blocking
 }
@@ -228,7 +239,7 @@ func (h handler) OnSendMessage(ctx context.Context, params *sdk.MessageSendParam
 	res, err := acc.run.Wait(ctx)
 	if err != nil {
 		// The client left; the run goes on and its outcome is recorded.
-		return nil, fmt.Errorf("%w: client left before the run finished: %w", sdk.ErrInternalError, err)
+		return nil, codeErr(sdk.ErrInternalError, fmt.Errorf("client left before the run finished: %w", err))
 	}
 	t := a2a.TaskFromResult(res, acc.discussion)
 	t.History = []*sdk.Message{acc.msg}
@@ -310,7 +321,7 @@ func fitStream(a *sdk.Artifact) *sdk.Artifact {
 func (h handler) OnResubscribeToTask(ctx context.Context, params *sdk.TaskIDParams) iter.Seq2[sdk.Event, error] {
 	return func(yield func(sdk.Event, error) bool) {
 		if params == nil || params.ID == "" {
-			yield(nil, fmt.Errorf("%w: id is required", sdk.ErrInvalidParams))
+			yield(nil, codeErr(sdk.ErrInvalidParams, errors.New("id is required")))
 			return
 		}
 		if eng := h.s.engine(); eng != nil {
@@ -345,7 +356,7 @@ func contextOf(discussion, runID string) string {
 // OnGetTask handles tasks/get: a run in flight, else the stored run.
 func (h handler) OnGetTask(ctx context.Context, q *sdk.TaskQueryParams) (*sdk.Task, error) {
 	if q == nil || q.ID == "" {
-		return nil, fmt.Errorf("%w: id is required", sdk.ErrInvalidParams)
+		return nil, codeErr(sdk.ErrInvalidParams, errors.New("id is required"))
 	}
 	id := string(q.ID)
 	if eng := h.s.engine(); eng != nil {
@@ -359,10 +370,10 @@ func (h handler) OnGetTask(ctx context.Context, q *sdk.TaskQueryParams) (*sdk.Ta
 	}
 	rec, err := h.s.o.Store.GetRun(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: no task %q on %s", sdk.ErrTaskNotFound, id, h.s.self.Slug)
+		return nil, codeErr(sdk.ErrTaskNotFound, fmt.Errorf("no task %q on %s", id, h.s.self.Slug))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading task %q: %w", sdk.ErrInternalError, id, err)
+		return nil, codeErr(sdk.ErrInternalError, fmt.Errorf("reading task %q: %w", id, err))
 	}
 	return a2a.TaskFromResult(server.ResultOf(rec), contextOf(rec.DiscussionID, rec.ID)), nil
 }
@@ -371,7 +382,7 @@ func (h handler) OnGetTask(ctx context.Context, q *sdk.TaskQueryParams) (*sdk.Ta
 // finishes as canceled; a finished task cannot be canceled (-32002).
 func (h handler) OnCancelTask(ctx context.Context, p *sdk.TaskIDParams) (*sdk.Task, error) {
 	if p == nil || p.ID == "" {
-		return nil, fmt.Errorf("%w: id is required", sdk.ErrInvalidParams)
+		return nil, codeErr(sdk.ErrInvalidParams, errors.New("id is required"))
 	}
 	id := string(p.ID)
 	if eng := h.s.engine(); eng != nil {
@@ -381,7 +392,7 @@ func (h handler) OnCancelTask(ctx context.Context, p *sdk.TaskIDParams) (*sdk.Ta
 			defer cancel()
 			res, err := run.Wait(wctx)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %w", sdk.ErrInternalError, err)
+				return nil, codeErr(sdk.ErrInternalError, err)
 			}
 			h.s.log.Info("a2a task canceled", zap.String("run_id", id))
 			return a2a.TaskFromResult(res, contextOf(run.Req.DiscussionID, run.ID)), nil
@@ -392,14 +403,14 @@ func (h handler) OnCancelTask(ctx context.Context, p *sdk.TaskIDParams) (*sdk.Ta
 		return nil, err
 	}
 	if t.Status.State.Terminal() {
-		return nil, fmt.Errorf("%w: task %s is %s; a finished task cannot be canceled", sdk.ErrTaskNotCancelable, id, t.Status.State)
+		return nil, codeErr(sdk.ErrTaskNotCancelable, fmt.Errorf("task %s is %s; a finished task cannot be canceled", id, t.Status.State))
 	}
 	// Recorded as running but not in this process: it died with an earlier
 	// process and nothing is left to cancel.
-	return nil, fmt.Errorf("%w: task %s is not running in this agent process (it was interrupted by a restart)", sdk.ErrTaskNotCancelable, id)
+	return nil, codeErr(sdk.ErrTaskNotCancelable, fmt.Errorf("task %s is not running in this agent process (it was interrupted by a restart)", id))
 }
 
-var errNoPush = fmt.Errorf("%w: this agent does not send push notifications", sdk.ErrPushNotificationNotSupported)
+var errNoPush = codeErr(sdk.ErrPushNotificationNotSupported, errors.New("this agent does not send push notifications"))
 
 func (handler) OnGetTaskPushConfig(context.Context, *sdk.GetTaskPushConfigParams) (*sdk.TaskPushConfig, error) {
 	return nil, errNoPush
