@@ -112,8 +112,11 @@ func (s *Service) Tools() []tools.Tool {
 					f = &nf
 				}
 				res, err := s.call(ctx, r, a2a.VerbDelegate, a.AgentSlug, text, f)
-				d := delegation(a.AgentSlug, f, res, err)
-				r.SetDelegation(d)
+				// A failed attempt does not overwrite a hand-off that reached
+				// its agent: the record says what was actually delegated.
+				if d := delegation(a.AgentSlug, f, res, err); d.Sent || r.Delegation() == nil {
+					r.SetDelegation(d)
+				}
 				if err != nil {
 					return "", err
 				}
