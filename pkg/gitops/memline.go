@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -114,7 +115,7 @@ func memoryLineChange(oldLine, newLine string) (idx int, oldQ, newQ string, err 
 	for k := range ot {
 		if ot[k].Value != nt[k].Value {
 			if idx >= 0 {
-				return 0, "", "", fmt.Errorf("the changed line changes %s memory values; one is the limit", "several")
+				return 0, "", "", errors.New("the changed line changes several memory values; a bump changes one")
 			}
 			idx = k
 		}
