@@ -66,7 +66,10 @@ func (p *Postgres) ApplyAlert(ctx context.Context, fingerprint, agent string, fn
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, lockKey("agent", agent))
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, lockKey("alert", fingerprint))
-	b.Queue(`SELECT `+alertCols+` FROM alert_state WHERE fingerprint=$1`, fingerprint)
+	// FOR UPDATE: FinishInvestigation frees the slot without the advisory
+	// locks; the row lock orders it against this read-modify-write, else a
+	// concurrent decision writes back in_flight=true and jams the agent.
+	b.Queue(`SELECT `+alertCols+` FROM alert_state WHERE fingerprint=$1 FOR UPDATE`, fingerprint)
 	b.Queue(`SELECT count(*) FROM alert_state WHERE agent=$1 AND in_flight`, agent)
 	br := conn.SendBatch(ctx, b)
 	var prev AlertState
