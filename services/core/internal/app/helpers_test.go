@@ -194,3 +194,14 @@ func alert(fp, name, ns, status string) map[string]any {
 		"startsAt":    "2026-11-30T11:00:00Z", "endsAt": endsAt, "generatorURL": "http://prom/graph",
 	}
 }
+
+// startHTTP serves a core on a loopback httptest server.
+func startHTTP(t testing.TB, c *testCore) string {
+	t.Helper()
+	srv := httptest.NewServer(c.Handler())
+	t.Cleanup(srv.Close)
+	c.URL = srv.URL
+	return srv.URL
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

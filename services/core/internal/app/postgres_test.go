@@ -1,0 +1,182 @@
+package app_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/services/core/internal/agenttest"
+	"github.com/kubecrew/kubecrew/services/core/internal/app"
+	"github.com/kubecrew/kubecrew/services/core/internal/config"
+)
+
+const defaultTestDB = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// pgSchema returns a DATABASE_URL on a fresh schema (dropped at cleanup).
+// Without Postgres it skips, or fails when CI=true.
+func pgSchema(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv("TEST_DATABASE_URL")
+	if base == "" {
+		base = defaultTestDB
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Postgres at TEST_DATABASE_URL is required in CI: %v", err)
+		}
+		t.Skipf("Postgres unavailable (set TEST_DATABASE_URL; default %s): %v", defaultTestDB, err)
+	}
+	defer conn.Close(context.Background())
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "core_" + hex.EncodeToString(b)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func openPG(t testing.TB, dsn string) *store.Postgres {
+	t.Helper()
+	pg, err := store.OpenPostgres(context.Background(), dsn, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Close)
+	return pg
+}
+
+// replica is one core process on a shared database, pointing at agent.
+func replica(t testing.TB, dsn string, agent *agenttest.Agent) *testCore {
+	t.Helper()
+	env := map[string]string{"AGENT_PEERS": "platform-sre=" + agent.URL(), "PEER_URL_TEMPLATE": "http://127.0.0.1:1/{slug}", "AGENT_CALL_TIMEOUT": "10s"}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openPG(t, dsn)
+	core, err := app.New(cfg, nil, app.Deps{Store: st, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), MaintainEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = core.Shutdown(ctx)
+	})
+	return &testCore{App: core, Store: st, Agent: agent}
+}
+
+// TestTwoReplicasOnePostgres sends the same webhook stream to two core
+// processes sharing one database: every alert is dispatched exactly once.
+func TestTwoReplicasOnePostgres(t *testing.T) {
+	t.Parallel()
+	dsn := pgSchema(t)
+	agent := agenttest.New(t, "platform-sre")
+	a, b := replica(t, dsn, agent), replica(t, dsn, agent)
+	srvA, srvB := startHTTP(t, a), startHTTP(t, b)
+
+	const alerts, webhooks = 12, 120
+	var wg sync.WaitGroup
+	errs := make(chan string, 2*webhooks)
+	for i := range webhooks {
+		// Each webhook carries a sliding window of four alerts, the way
+		// Alertmanager re-sends a group while it fires.
+		var group []map[string]any
+		for j := range 4 {
+			group = append(group, alert(fmt.Sprintf("fp%02d", (i/10+j)%alerts), "KubePodCrashLooping", "prod", "firing"))
+		}
+		body := webhookBody(group...)
+		for _, u := range []string{srvA, srvB} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := http.Post(u+"/api/v1/alerts", "application/json", bytesReader(body))
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					errs <- fmt.Sprintf("%s answered %d", u, resp.StatusCode)
+				}
+			}()
+		}
+		if i%10 == 9 {
+			wg.Wait() // let windows overlap across batches, not all at once
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	// Queued alerts are dispatched as slots free up, by either replica.
+	defer func() {
+		if t.Failed() {
+			for i := range alerts {
+				fp := fmt.Sprintf("fp%02d", i)
+				st, err := a.Store.GetAlertState(context.Background(), fp)
+				t.Logf("%s runs=%d state=%+v err=%v", fp, agent.RunsFor(fp), st, err)
+			}
+			t.Logf("queued a=%d b=%d", a.Pipeline().Queued(), b.Pipeline().Queued())
+		}
+	}()
+	waitFor(t, 60*time.Second, "every alert investigated", func() bool {
+		a.WaitIdle()
+		b.WaitIdle()
+		a.Upkeep(context.Background())
+		b.Upkeep(context.Background())
+		return len(agent.Runs()) >= alerts && a.Pipeline().Queued()+b.Pipeline().Queued() == 0
+	})
+	a.WaitIdle()
+	b.WaitIdle()
+	for i := range alerts {
+		fp := fmt.Sprintf("fp%02d", i)
+		if n := agent.RunsFor(fp); n != 1 {
+			t.Errorf("alert %s dispatched %d times, want exactly once", fp, n)
+		}
+	}
+	if n := len(agent.Runs()); n != alerts {
+		t.Fatalf("%d runs for %d alerts", n, alerts)
+	}
+	invs, _, err := a.Store.ListInvestigations(context.Background(), store.Page{Limit: 100})
+	if err != nil || len(invs) != alerts {
+		t.Fatalf("%d investigations recorded (%v), want %d", len(invs), err, alerts)
+	}
+}
