@@ -34,6 +34,9 @@ func tenth(n, limit int) int {
 // oldestKeys returns up to k keys of items, oldest first, among those
 // evictable.
 func oldestKeys[V any](items map[string]V, k int, at func(V) time.Time, evictable func(V) bool) []string {
+	if k <= 0 {
+		return nil // under the cap: no scan, no sort (this runs on every insert)
+	}
 	type kv struct {
 		key string
 		at  time.Time
