@@ -1,0 +1,92 @@
+package kube
+
+import (
+	"sort"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+)
+
+// remediations is the suggested next step per reason.
+var remediations = map[string]string{
+	ReasonOOMKilled:           "raise the container's memory limit in Git (bump_workload_memory); a restart alone will OOM again",
+	ReasonCrashLoopBackOff:    "read the previous container's logs; if it broke after a config change, a rollout restart may clear it",
+	ReasonProbeFailure:        "check the probe endpoint and the app's logs; a rollout restart may clear a wedged process",
+	ReasonImagePull:           "fix the image reference or pull credentials in Git; restarting does not help",
+	ReasonConfigError:         "create the missing ConfigMap/Secret key or fix the reference in Git",
+	ReasonCreateError:         "read the container runtime error and fix the pod spec in Git",
+	ReasonUnschedulable:       "free capacity, add nodes, or lower the requests/affinity; restarting does not help",
+	ReasonReplicasUnavailable: "describe the workload and its pods to see why replicas are not ready",
+	ReasonProgressDeadline:    "the rollout is stuck; describe it, then consider k8s_rollout undo (interactive only)",
+	ReasonJobFailed:           "read the failed job's pod logs; rerun after fixing the cause",
+	ReasonNodeNotReady:        "check the node's kubelet and network; drain it if it does not recover",
+}
+
+// ProblemsToFindings turns a report into findings (same order): Kind and
+// Name are the owning workload's, severity follows severityOf, Key comes
+// from api.Finding.DeriveKey.
+func ProblemsToFindings(r *ProblemReport) []api.Finding {
+	if r == nil {
+		return nil
+	}
+	out := make([]api.Finding, 0, len(r.Problems))
+	for _, p := range r.Problems {
+		f := api.Finding{
+			Severity:    p.Severity,
+			Kind:        p.Kind,
+			Namespace:   p.Namespace,
+			Name:        p.Name,
+			Container:   p.Container,
+			Reason:      p.Reason,
+			Detail:      p.Detail,
+			Remediation: remediations[p.Reason],
+			Remediable:  p.Remediable,
+			Confidence:  p.Confidence,
+		}
+		if f.Remediation == "" {
+			f.Remediation = "investigate with k8s_describe and k8s_get_events"
+		}
+		f.Key = f.DeriveKey()
+		out = append(out, f)
+	}
+	return out
+}
+
+// delegable reasons, most urgent first: what Sol can fix on a live workload.
+var delegable = map[string]int{ReasonOOMKilled: 0, ReasonCrashLoopBackOff: 1, ReasonProbeFailure: 2}
+
+var workloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true}
+
+// ChooseDelegation picks the single most serious remediable finding to hand
+// to Sol: an OOM kill, a crash loop or failing probes on a Deployment,
+// StatefulSet or DaemonSet (never a Job, a bare pod, a scheduling or image
+// problem). Order: severity, then OOMKilled > CrashLoopBackOff >
+// ProbeFailure, then key, so the choice is deterministic. ok is false when
+// nothing qualifies. Remediable is trusted only together with the reason
+// and kind: a finding from another source claiming remediable=true for a
+// Job is still refused.
+func ChooseDelegation(fs []api.Finding) (api.Finding, bool) {
+	var cands []api.Finding
+	for _, f := range fs {
+		if _, ok := delegable[f.Reason]; !ok || !f.Remediable || !workloadKinds[f.Kind] || f.Namespace == "" || f.Name == "" {
+			continue
+		}
+		if f.Key == "" {
+			f.Key = f.DeriveKey()
+		}
+		cands = append(cands, f)
+	}
+	if len(cands) == 0 {
+		return api.Finding{}, false
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if ra, rb := api.SeverityRank(a.Severity), api.SeverityRank(b.Severity); ra != rb {
+			return ra < rb
+		}
+		if delegable[a.Reason] != delegable[b.Reason] {
+			return delegable[a.Reason] < delegable[b.Reason]
+		}
+		return a.Key < b.Key
+	})
+	return cands[0], true
+}

@@ -1,0 +1,306 @@
+package kubetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+)
+
+// FixtureNode is the node the broken-workload fixtures' pods run on.
+const FixtureNode = "kubecrew-fixture-node"
+
+// Fixture is one workload of hack/fixtures/broken-workloads.yaml and what a
+// sweep must report for it.
+type Fixture struct {
+	Name       string // Deployment name
+	Scenario   Scenario
+	Reason     string // expected problem reason; "" = healthy, nothing to report
+	Container  string // expected container ("" when the problem is the pod's)
+	Remediable bool
+}
+
+// Fixtures lists the broken-workload set: the six classics and one healthy.
+var Fixtures = []Fixture{
+	{"configerror", ConfigError, "CreateContainerConfigError", "app", false},
+	{"crashloop", CrashLoop, "CrashLoopBackOff", "app", true},
+	{"imagepull", ImagePull, "ImagePullBackOff", "app", false},
+	{"notready", NotReady, "ProbeFailure", "app", true},
+	{"unschedulable", Unschedulable, "Unschedulable", "", false},
+	{"oomkill", OOMKill, "OOMKilled", "app", true},
+	{"healthy", Healthy, "", "", false},
+}
+
+// FixtureManifest is the broken-workload manifest, relative to the repo root.
+const FixtureManifest = "hack/fixtures/broken-workloads.yaml"
+
+// ReadManifests parses a multi-document YAML file of Deployments.
+func ReadManifests(path string) ([]*appsv1.Deployment, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*appsv1.Deployment
+	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(raw), -1) {
+		if len(bytes.TrimSpace([]byte(stripComments(doc)))) == 0 {
+			continue
+		}
+		var d appsv1.Deployment
+		if err := yaml.UnmarshalStrict([]byte(doc), &d); err != nil {
+			return nil, fmt.Errorf("%s document %d: %w", path, i, err)
+		}
+		if d.Kind != "Deployment" {
+			return nil, fmt.Errorf("%s document %d: kind %q, want Deployment", path, i, d.Kind)
+		}
+		out = append(out, &d)
+	}
+	return out, nil
+}
+
+func stripComments(doc string) string {
+	return regexp.MustCompile(`(?m)^\s*#.*$`).ReplaceAllString(doc, "")
+}
+
+// BrokenObjects builds the broken-workload set in namespace ns as a real
+// cluster would hold it at now: the Deployments of FixtureManifest, one
+// ReplicaSet each (healthy also has an older revision), their pods with
+// container statuses, the Deployment statuses, the Warning (and some
+// Normal) events, and FixtureNode.
+func BrokenObjects(ns string, now time.Time) (*Objects, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	deps, err := ReadManifests(filepath.Join(root, FixtureManifest))
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*appsv1.Deployment{}
+	for _, d := range deps {
+		byName[d.Name] = d
+	}
+	b := newBuilder(now)
+	b.namespace(ns)
+	b.node(FixtureNode, true, "")
+	for _, f := range Fixtures {
+		d, ok := byName[f.Name]
+		if !ok {
+			return nil, fmt.Errorf("%s has no Deployment %q", FixtureManifest, f.Name)
+		}
+		d = d.DeepCopy()
+		d.Namespace = ns
+		b.workload(d, f.Scenario, -1, FixtureNode)
+		if f.Scenario == Healthy {
+			b.oldRevision("busybox:1.35")
+		}
+	}
+	return b.o, nil
+}
+
+// LoadFixtures creates the broken-workload set (BrokenObjects) in namespace
+// ns, which must not exist yet.
+func (e *Env) LoadFixtures(ctx context.Context, ns string) error {
+	o, err := BrokenObjects(ns, time.Now())
+	if err != nil {
+		return err
+	}
+	return Load(ctx, e.Clientset, o, 8)
+}
+
+// Load creates o on a real API server: namespaces, nodes, Deployments,
+// ReplicaSets, pods, jobs and events in dependency order, each status
+// written through the status subresource, owner references and event
+// object references rewritten to the UIDs the server assigned. Nodes that
+// exist already are kept. workers bounds concurrency.
+func Load(ctx context.Context, cs kubernetes.Interface, o *Objects, workers int) error {
+	if workers < 1 {
+		workers = 1
+	}
+	var mu sync.Mutex
+	uids := map[types.UID]types.UID{} // fixture UID -> server UID
+	setUID := func(from, to types.UID) {
+		mu.Lock()
+		uids[from] = to
+		mu.Unlock()
+	}
+	mapRefs := func(refs []metav1.OwnerReference) []metav1.OwnerReference {
+		mu.Lock()
+		defer mu.Unlock()
+		out := append([]metav1.OwnerReference(nil), refs...)
+		for i := range out {
+			if u, ok := uids[out[i].UID]; ok {
+				out[i].UID = u
+			}
+		}
+		return out
+	}
+	clean := func(m *metav1.ObjectMeta) types.UID {
+		u := m.UID
+		m.UID, m.ResourceVersion = "", ""
+		return u
+	}
+	core, apps, batch := cs.CoreV1(), cs.AppsV1(), cs.BatchV1()
+
+	if err := parallel(ctx, workers, len(o.Namespaces), func(ctx context.Context, i int) error {
+		n := o.Namespaces[i].DeepCopy()
+		u := clean(&n.ObjectMeta)
+		got, err := core.Namespaces().Create(ctx, n, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("namespace %s: %w", n.Name, err)
+		}
+		setUID(u, got.UID)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := parallel(ctx, workers, len(o.Nodes), func(ctx context.Context, i int) error {
+		n := o.Nodes[i].DeepCopy()
+		u := clean(&n.ObjectMeta)
+		got, err := core.Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			got, err = core.Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err == nil {
+				setUID(u, got.UID)
+			}
+			return err
+		}
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		setUID(u, got.UID)
+		got.Status = n.Status
+		_, err = core.Nodes().UpdateStatus(ctx, got, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := parallel(ctx, workers, len(o.Deployments), func(ctx context.Context, i int) error {
+		d := o.Deployments[i].DeepCopy()
+		u := clean(&d.ObjectMeta)
+		got, err := apps.Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("deployment %s/%s: %w", d.Namespace, d.Name, err)
+		}
+		setUID(u, got.UID)
+		got.Status = d.Status
+		got.Status.ObservedGeneration = got.Generation
+		if _, err := apps.Deployments(d.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("deployment %s/%s status: %w", d.Namespace, d.Name, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := parallel(ctx, workers, len(o.ReplicaSets), func(ctx context.Context, i int) error {
+		r := o.ReplicaSets[i].DeepCopy()
+		u := clean(&r.ObjectMeta)
+		r.OwnerReferences = mapRefs(r.OwnerReferences)
+		got, err := apps.ReplicaSets(r.Namespace).Create(ctx, r, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("replicaset %s/%s: %w", r.Namespace, r.Name, err)
+		}
+		setUID(u, got.UID)
+		got.Status = r.Status
+		got.Status.ObservedGeneration = got.Generation
+		if _, err := apps.ReplicaSets(r.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("replicaset %s/%s status: %w", r.Namespace, r.Name, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := parallel(ctx, workers, len(o.Jobs), func(ctx context.Context, i int) error {
+		j := o.Jobs[i].DeepCopy()
+		u := clean(&j.ObjectMeta)
+		j.OwnerReferences = mapRefs(j.OwnerReferences)
+		got, err := batch.Jobs(j.Namespace).Create(ctx, j, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("job %s/%s: %w", j.Namespace, j.Name, err)
+		}
+		setUID(u, got.UID)
+		got.Status = j.Status
+		if _, err := batch.Jobs(j.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("job %s/%s status: %w", j.Namespace, j.Name, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := parallel(ctx, workers, len(o.Pods), func(ctx context.Context, i int) error {
+		p := o.Pods[i].DeepCopy()
+		u := clean(&p.ObjectMeta)
+		p.OwnerReferences = mapRefs(p.OwnerReferences)
+		status := p.Status
+		p.Status = corev1.PodStatus{}
+		got, err := core.Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		setUID(u, got.UID)
+		got.Status = status
+		if _, err := core.Pods(p.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("pod %s/%s status: %w", p.Namespace, p.Name, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return parallel(ctx, workers, len(o.Events), func(ctx context.Context, i int) error {
+		e := o.Events[i].DeepCopy()
+		clean(&e.ObjectMeta)
+		mu.Lock()
+		if u, ok := uids[e.InvolvedObject.UID]; ok {
+			e.InvolvedObject.UID = u
+		}
+		mu.Unlock()
+		if _, err := core.Events(e.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("event %s/%s: %w", e.Namespace, e.Name, err)
+		}
+		return nil
+	})
+}
+
+// parallel runs f(0..n-1) on at most workers goroutines; the first error
+// cancels the rest and is returned.
+func parallel(ctx context.Context, workers, n int, f func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for w := 0; w < min(workers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel(err) })
+				}
+			}
+		}()
+	}
+feed:
+	for i := 0; i < n; i++ {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return first
+}

@@ -1,0 +1,82 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubecrew/kubecrew/pkg/safetext"
+)
+
+// GetYAMLArgs are the slots of k8s_get_yaml.
+type GetYAMLArgs struct {
+	Kind      string `json:"kind" enum:"pods,deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,services,configmaps,nodes,namespaces,events,ingresses,persistentvolumeclaims,horizontalpodautoscalers" description:"resource kind (Secrets are never read)"`
+	Namespace string `json:"namespace,omitempty" description:"namespace (not needed for nodes and namespaces)"`
+	Name      string `json:"name" description:"object name"`
+}
+
+const (
+	yamlValueMax = 4000 // runes per string value
+	lastApplied  = "kubectl.kubernetes.io/last-applied-configuration"
+)
+
+// GetYAML returns one object as YAML without managedFields and the
+// last-applied annotation (noise the model would pay for), every string
+// value sanitized.
+func (c *Client) GetYAML(ctx context.Context, a GetYAMLArgs) (string, error) {
+	if err := c.avail(); err != nil {
+		return "", err
+	}
+	ref, err := parseRef(a.Kind, a.Namespace, a.Name, nil)
+	if err != nil {
+		return "", err
+	}
+	obj, err := c.getObject(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+		if ann := m.GetAnnotations(); ann[lastApplied] != "" {
+			delete(ann, lastApplied)
+			m.SetAnnotations(ann)
+		}
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return "", fmt.Errorf("encoding %s: %w", ref, err)
+	}
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return "", fmt.Errorf("encoding %s: %w", ref, err)
+	}
+	out, err := yaml.Marshal(sanitizeTree(tree))
+	if err != nil {
+		return "", fmt.Errorf("encoding %s: %w", ref, err)
+	}
+	return string(out), nil
+}
+
+// sanitizeTree cleans every string (keys and values) of a decoded JSON tree,
+// keeping line breaks in values (scripts, config files).
+func sanitizeTree(v any) any {
+	switch t := v.(type) {
+	case string:
+		return safetext.CleanBlock(t, yamlValueMax)
+	case []any:
+		for i := range t {
+			t[i] = sanitizeTree(t[i])
+		}
+		return t
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, val := range t {
+			out[safetext.Clean(k, 253)] = sanitizeTree(val)
+		}
+		return out
+	}
+	return v
+}
