@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"time"
 
 	sdk "github.com/a2aproject/a2a-go/a2a"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/a2a"
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/safetext"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 	"github.com/kubecrew/kubecrew/services/agent/internal/server"
@@ -57,6 +59,7 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 	entry := store.A2AEntry{
 		ID: receivedID(msg.ID, s.o.NewID), Agent: s.self.Slug, Direction: a2a.DirectionReceived,
 		Callee: s.self.Slug, At: now,
+		Text: rawText(msg), // what was said, even when it cannot be run
 	}
 	refuse := func(verb string, cause error, code error) error {
 		entry.Outcome, entry.Error, entry.FinishedAt = a2a.OutcomeRefused, cause.Error(), &now
@@ -73,10 +76,10 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 	}
 	entry.Verb, entry.Caller, entry.TraceID, entry.CallerRunID = string(meta.Verb), meta.Caller, meta.TraceID, meta.CallerRunID
 	in, err := a2a.ParseMessage(msg)
-	entry.Text = in.Text
 	if err != nil {
 		return nil, refuse(entry.Verb, err, sdk.ErrInvalidParams)
 	}
+	entry.Text = in.Text
 	if in.Finding != nil {
 		entry.Data, _ = json.Marshal(map[string]any{a2a.DataKeyFinding: in.Finding})
 	}
@@ -135,8 +138,10 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 			req.Context[k] = string(raw)
 		}
 	}
+	s.setTrace(discussion, entry.TraceID) // before Start: the run may send at once
 	run, err := eng.Start(ctx, req)
 	if err != nil {
+		s.dropTrace(discussion)
 		var ve *engine.ValidationError
 		switch {
 		case errors.As(err, &ve):
@@ -146,7 +151,6 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 		}
 		return nil, refuse(entry.Verb, err, sdk.ErrInternalError)
 	}
-	s.setTrace(run.ID, entry.TraceID)
 	entry.Outcome, entry.CalleeRunID = a2a.OutcomeAccepted, run.ID
 	s.recordReceived(ctx, &entry)
 	s.metrics.messages.WithLabelValues(a2a.DirectionReceived, entry.Verb, a2a.OutcomeAccepted).Inc()
@@ -166,7 +170,7 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 func (s *Service) settle(run *engine.Run, entry store.A2AEntry) {
 	defer s.settling.Done()
 	<-run.Done()
-	defer s.dropTrace(run.ID)
+	defer s.dropTrace(entry.DiscussionID)
 	res := run.Result()
 	fin := s.o.Now().UTC()
 	entry.Outcome = outcomeOfRun(res)
@@ -187,6 +191,18 @@ func outcomeOfRun(res api.RunResult) string {
 		return a2a.OutcomeCanceled
 	}
 	return a2a.OutcomeFailed
+}
+
+// rawText is the text parts of a message that could not be parsed, cleaned
+// and bounded, for the audit log.
+func rawText(msg *sdk.Message) string {
+	var texts []string
+	for _, p := range msg.Parts {
+		if tp, ok := p.(sdk.TextPart); ok {
+			texts = append(texts, tp.Text)
+		}
+	}
+	return safetext.CleanBlock(strings.Join(texts, "\n\n"), a2a.MaxTextChars)
 }
 
 // receivedID is the audit id of a received message: the message id with a

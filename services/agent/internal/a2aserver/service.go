@@ -80,7 +80,7 @@ type Service struct {
 
 	mu     sync.Mutex
 	eng    Engine
-	traces map[string]string // run id → trace id received with the message that started it
+	traces map[string]string // discussion id → trace id it arrived with
 }
 
 // New builds the service. Attach it to the engine and Mount it before
@@ -167,29 +167,35 @@ func (s *Service) Mount(r chi.Router, auth func(http.Handler) http.Handler) {
 // is in the audit log (shutdown, tests).
 func (s *Service) Wait() { s.settling.Wait() }
 
-// setTrace remembers the trace id a run was started with, so the messages
-// it sends carry it on.
-func (s *Service) setTrace(runID, traceID string) {
+// setTrace remembers the trace id a discussion arrived with, so the
+// messages its run sends carry it on. Keyed by discussion, not run: it is
+// set before the run starts, and the cycle rule keeps one received run per
+// discussion at a time.
+func (s *Service) setTrace(discussionID, traceID string) {
 	s.mu.Lock()
-	s.traces[runID] = traceID
+	s.traces[discussionID] = traceID
 	s.mu.Unlock()
 }
 
-func (s *Service) dropTrace(runID string) {
+func (s *Service) dropTrace(discussionID string) {
 	s.mu.Lock()
-	delete(s.traces, runID)
+	delete(s.traces, discussionID)
 	s.mu.Unlock()
 }
 
-// traceOf is the trace id of messages sent from run r: the one it received,
-// or its own run id when it started the chain.
+// traceOf is the trace id of messages sent from run r: the one its
+// discussion arrived with, else the discussion it belongs to or starts.
 func (s *Service) traceOf(r *engine.Run) string {
+	d := r.Req.DiscussionID
+	if d == "" {
+		return r.ID
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t, ok := s.traces[r.ID]; ok {
+	if t, ok := s.traces[d]; ok {
 		return t
 	}
-	return r.ID
+	return d
 }
 
 // cardName is the display name, or the persona name capitalised.

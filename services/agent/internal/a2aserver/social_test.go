@@ -44,7 +44,9 @@ func TestDepthChainStopsAtFive(t *testing.T) {
 	client, _ := sdkClient(t, noor, "", a2aclient.Config{})
 	// A person asks Noor (depth 0) to start the chain; Ada (depth 4) would
 	// reach depth 5 by asking anyone.
-	res, err := client.SendMessage(context.Background(), userMessage("relay: sol vera dax ada noor"))
+	first := userMessage("relay: sol vera dax ada noor")
+	first.Message.Metadata = map[string]any{a2a.KeyTraceID: "trace-from-outside"}
+	res, err := client.SendMessage(context.Background(), first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +75,11 @@ func TestDepthChainStopsAtFive(t *testing.T) {
 		}
 		if depth == 0 {
 			discussion = e.DiscussionID
-		} else if e.DiscussionID != discussion || e.TraceID != discussion || e.Caller != chain[depth-1] {
-			t.Errorf("%s: discussion %s trace %s caller %s, want %s %s %s", slug, e.DiscussionID, e.TraceID, e.Caller, discussion, discussion, chain[depth-1])
+		} else if e.DiscussionID != discussion || e.Caller != chain[depth-1] {
+			t.Errorf("%s: discussion %s caller %s, want %s %s", slug, e.DiscussionID, e.Caller, discussion, chain[depth-1])
+		}
+		if e.TraceID != "trace-from-outside" {
+			t.Errorf("%s: trace %q, want the one the chain started with", slug, e.TraceID)
 		}
 		run, err := nodes[slug].store.GetRun(context.Background(), e.CalleeRunID)
 		if err != nil || run.SocialDepth != depth || run.WorkflowType != api.WorkflowA2AAsk {
@@ -84,7 +89,7 @@ func TestDepthChainStopsAtFive(t *testing.T) {
 	// The refusal is recorded on Ada's side, and nothing reached Noor again.
 	sent := findEntry(nodes["backend-architect"].audit(t), a2a.DirectionSent)
 	if len(sent) != 1 || sent[0].Outcome != a2a.OutcomeRefused || sent[0].Depth != 5 || sent[0].Callee != "platform-sre" ||
-		!strings.Contains(sent[0].Error, "MAX_SOCIAL_DEPTH is 5") || sent[0].Text != "relay:" {
+		!strings.Contains(sent[0].Error, "MAX_SOCIAL_DEPTH is 5") || sent[0].Text != "relay:" || sent[0].TraceID != "trace-from-outside" {
 		t.Errorf("ada's sent entry = %+v", sent)
 	}
 	if n := len(findEntry(noor.audit(t), a2a.DirectionReceived)); n != 1 {
