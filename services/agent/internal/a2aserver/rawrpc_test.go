@@ -192,3 +192,51 @@ func TestRawJSONRPC(t *testing.T) {
 		t.Errorf("refused %d completed %d: %+v", refused, completed, es)
 	}
 }
+
+func TestAuditLogPages(t *testing.T) {
+	t.Parallel()
+	nodes := startFleet(t, fleetOpts{}, map[string]engine.Playbook{"dax": engine.PlaybookFunc(echo)})
+	dax := nodes["cicd-engineer"]
+	for _, text := range []string{"one", "two", "three"} {
+		if status, _, body := post(t, dax.url, "", sendBody(text, nil)); status != 200 || strings.Contains(string(body), `"error"`) {
+			t.Fatalf("send %s: %d %s", text, status, body)
+		}
+	}
+	dax.svc.Wait()
+	get := func(q string) (int, a2a.AuditPage) {
+		resp, err := http.Get(dax.url + "/a2a/log" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var p a2a.AuditPage
+		_ = json.NewDecoder(resp.Body).Decode(&p)
+		return resp.StatusCode, p
+	}
+	code, p1 := get("?limit=2")
+	if code != 200 || len(p1.Items) != 2 || p1.NextCursor == "" {
+		t.Fatalf("page 1 = %d %+v", code, p1)
+	}
+	code, p2 := get("?limit=2&cursor=" + p1.NextCursor)
+	if code != 200 || len(p2.Items) != 1 || p2.NextCursor != "" {
+		t.Fatalf("page 2 = %d %+v", code, p2)
+	}
+	seen := map[string]bool{}
+	for _, it := range append(p1.Items, p2.Items...) {
+		seen[it.Text] = true
+		if it.Agent != "cicd-engineer" || it.Direction != "received" || it.Outcome != a2a.OutcomeCompleted || it.Answer != "echo: "+it.Text {
+			t.Errorf("item = %+v", it)
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("pages = %v", seen)
+	}
+	if p1.Items[0].Text != "three" {
+		t.Errorf("newest first: got %q first", p1.Items[0].Text)
+	}
+	for _, q := range []string{"?limit=0", "?limit=x", "?limit=501", "?cursor=not-a-cursor"} {
+		if code, _ := get(q); code != http.StatusBadRequest {
+			t.Errorf("GET /a2a/log%s = %d, want 400", q, code)
+		}
+	}
+}

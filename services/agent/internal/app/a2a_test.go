@@ -188,6 +188,16 @@ func TestNoorDelegatesToSolOverA2A(t *testing.T) {
 			t.Errorf("sol's entry = %+v", e)
 		}
 	}
+	// Metrics on both sides.
+	_, m := a2aDo(t, http.MethodGet, noorURL+"/metrics", "", "")
+	if !strings.Contains(string(m), `kubecrew_a2a_messages_total{direction="sent",outcome="completed",verb="delegate"} 2`) {
+		t.Errorf("noor's metrics lack the two sent delegations")
+	}
+	_, m = a2aDo(t, http.MethodGet, solURL+"/metrics", "", "")
+	if !strings.Contains(string(m), `kubecrew_a2a_messages_total{direction="received",outcome="accepted",verb="delegate"} 2`) {
+		t.Errorf("sol's metrics lack the two received delegations")
+	}
+
 	// Sol's run knows it was delegated, by whom, with which finding.
 	_, runBody := a2aDo(t, http.MethodGet, solURL+"/runs/"+solRun, "", "")
 	for _, w := range []string{`"workflow_type":"a2a-delegate"`, `"caller":"platform-sre"`, `"social_depth":1`, `\"name\":\"oomkill\"`, `"type":"a2a_received"`} {
