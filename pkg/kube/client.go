@@ -8,8 +8,14 @@ package kube
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"syscall"
 	"sync"
 	"time"
 
@@ -174,7 +180,21 @@ func (c *Client) apiErr(err error, what string) error {
 		return fmt.Errorf("%w: API server error on %s: %s", ErrClusterUnavailable, what, safetext.Clean(err.Error(), 300))
 	case errors.As(err, &status):
 		return fmt.Errorf("%s: %s", what, safetext.Clean(err.Error(), 300))
+	case unreachable(err):
+		c.log.Debug("cluster unreachable", zap.String("what", what), zap.Error(err))
+		return fmt.Errorf("%w: API server unreachable (%s): %s", ErrClusterUnavailable, what, safetext.Clean(err.Error(), 300))
 	}
-	c.log.Debug("cluster unreachable", zap.String("what", what), zap.Error(err))
-	return fmt.Errorf("%w: API server unreachable (%s): %s", ErrClusterUnavailable, what, safetext.Clean(err.Error(), 300))
+	return fmt.Errorf("%s: %s", what, safetext.Clean(err.Error(), 300))
+}
+
+// unreachable reports errors that mean no answer came from the API server:
+// transport errors (dial, DNS, TLS, resets, EOF) and timeouts.
+func unreachable(err error) bool {
+	var urlErr *url.Error
+	var netErr net.Error
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	return errors.As(err, &urlErr) || errors.As(err, &netErr) || errors.As(err, &certErr) || errors.As(err, &unknownAuth) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EHOSTUNREACH)
 }

@@ -474,9 +474,6 @@ func (a *analysis) checkEvents() {
 	}
 	for i := range a.s.events {
 		e := &a.s.events[i]
-		if e.Type != corev1.EventTypeWarning { // the field selector already did this
-			continue
-		}
 		last := eventLastSeen(e)
 		if last.Before(cutoff) {
 			a.outside++

@@ -204,10 +204,11 @@ func (c *Client) undoPatch(ctx context.Context, obj runtime.Object, to int64) (t
 	if d, ok := obj.(*appsv1.Deployment); ok {
 		tmpl := target.rs.Spec.Template.DeepCopy()
 		delete(tmpl.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
-		p, err := json.Marshal([]map[string]any{
-			{"op": "test", "path": "/metadata/resourceVersion", "value": d.ResourceVersion},
-			{"op": "replace", "path": "/spec/template", "value": tmpl},
-		})
+		ops := []map[string]any{{"op": "replace", "path": "/spec/template", "value": tmpl}}
+		if d.ResourceVersion != "" { // refuse if the Deployment changed since it was read
+			ops = append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": d.ResourceVersion}}, ops...)
+		}
+		p, err := json.Marshal(ops)
 		return types.JSONPatchType, p, verb, err
 	}
 	return types.StrategicMergePatchType, target.cr.Data.Raw, verb, nil

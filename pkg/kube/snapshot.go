@@ -119,7 +119,16 @@ func (c *Client) collect(ctx context.Context, ns string) *snapshot {
 	warn := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", corev1.EventTypeWarning).String()}
 	run(listEvents, func() (err error) {
 		s.events, err = pageAll(ctx, warn, core.Events(ns).List,
-			func(l *corev1.EventList) []corev1.Event { return l.Items }, func(l *corev1.EventList) metav1.ListMeta { return l.ListMeta })
+			func(l *corev1.EventList) []corev1.Event {
+				// the field selector did this on a real server; kept for any that ignore it
+				out := l.Items[:0]
+				for _, e := range l.Items {
+					if e.Type == corev1.EventTypeWarning {
+						out = append(out, e)
+					}
+				}
+				return out
+			}, func(l *corev1.EventList) metav1.ListMeta { return l.ListMeta })
 		return err
 	})
 	wg.Wait()

@@ -363,7 +363,7 @@ func (b *builder) event(p *corev1.Pod, typ, reason, msg string, count int32, fir
 			FieldPath: fieldPath},
 		Type: typ, Reason: reason, Message: msg, Count: count,
 		FirstTimestamp: b.t(firstAgo), LastTimestamp: b.t(lastAgo),
-		Source:         corev1.EventSource{Component: component, Host: p.Spec.NodeName},
+		Source:              corev1.EventSource{Component: component, Host: p.Spec.NodeName},
 		ReportingController: map[string]string{"kubelet": "kubelet", "default-scheduler": "default-scheduler"}[component],
 		ReportingInstance:   p.Spec.NodeName,
 	})
