@@ -15,8 +15,8 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"syscall"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/zapr"
