@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
-	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
@@ -80,7 +79,7 @@ func (c *clock) add(d time.Duration) {
 
 func noorSender(t *testing.T) Sender {
 	t.Helper()
-	s, err := NewSender(persona.Info{Name: "noor", Slug: "platform-sre"}, "Noor", "")
+	s, err := NewSender("noor", "platform-sre", "Noor", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +362,7 @@ func TestSlackAndJSONWebhookPayloads(t *testing.T) {
 	hs, hj := newHook(t), newHook(t)
 	sl, _ := NewSlack(hs.url(), nil)
 	js, _ := NewJSONWebhook(hj.url(), nil)
-	sol, _ := NewSender(persona.Info{Name: "sol", Slug: "k8s-engineer"}, "", "")
+	sol, _ := NewSender("sol", "k8s-engineer", "", "")
 	d, err := NewDeliverer(Options{Sender: sol, Targets: []Target{sl, js}, Stamps: store.NewMemory(c.now), Now: c.now})
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +417,7 @@ func TestTargetsFromURLs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "SLACK_WEBHOOK_URL") || strings.Contains(err.Error(), "secret") {
 		t.Errorf("bad URL error = %v", err)
 	}
-	if _, err := NewSender(persona.Info{Name: "noor", Slug: "platform-sre"}, "", "purple"); err == nil {
+	if _, err := NewSender("noor", "platform-sre", "", "purple"); err == nil {
 		t.Error("a bad REPORT_COLOR was accepted")
 	}
 }

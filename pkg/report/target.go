@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/safetext"
 )
 
@@ -34,13 +33,14 @@ var Colors = map[string]int{
 	"vera": 0x9B59B6,
 }
 
-// NewSender builds the sender of an agent: displayName (AGENT_DISPLAY_NAME)
-// defaults to the capitalised persona name, color (REPORT_COLOR: "0x5865F2",
-// "#5865F2" or "5865F2") to the persona's colour.
-func NewSender(p persona.Info, displayName, color string) (Sender, error) {
-	s := Sender{Agent: p.Slug, Name: strings.TrimSpace(displayName), Color: Colors[p.Name]}
-	if s.Name == "" && p.Name != "" {
-		s.Name = strings.ToUpper(p.Name[:1]) + p.Name[1:]
+// NewSender builds the sender of an agent (persona name and slug, e.g.
+// noor and platform-sre): displayName (AGENT_DISPLAY_NAME) defaults to the
+// capitalised persona name, color (REPORT_COLOR: "0x5865F2", "#5865F2" or
+// "5865F2") to the persona's colour.
+func NewSender(name, slug, displayName, color string) (Sender, error) {
+	s := Sender{Agent: slug, Name: strings.TrimSpace(displayName), Color: Colors[name]}
+	if s.Name == "" && name != "" {
+		s.Name = strings.ToUpper(name[:1]) + name[1:]
 	}
 	if strings.TrimSpace(color) != "" {
 		c, err := ParseColor(color)
