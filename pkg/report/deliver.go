@@ -227,14 +227,30 @@ type Metrics struct {
 }
 
 // NewMetrics registers kubecrew_report_deliveries_total{target,status} on
-// reg (nil: unregistered).
+// reg (nil: unregistered); calling it twice with one registry shares the
+// counter.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kubecrew_report_deliveries_total",
 		Help: "Report deliveries by target and status (delivered, partial, duplicate, already_posted, failed, empty).",
 	}, []string{"target", "status"})}
 	if reg != nil {
-		reg.MustRegister(m.deliveries)
+		m.deliveries = register(reg, m.deliveries)
 	}
 	return m
+}
+
+// register registers c, or returns the collector already registered under
+// its name (two deliverers of one process share the counter).
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing
+			}
+		}
+		panic(fmt.Sprintf("report metrics: %v", err))
+	}
+	return c
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -444,4 +446,15 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func TestMetricsShareOneRegistry(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	a, b := NewMetrics(reg), NewMetrics(reg)
+	a.deliveries.WithLabelValues("discord", "delivered").Inc()
+	b.deliveries.WithLabelValues("discord", "delivered").Inc()
+	if v := testutil.ToFloat64(a.deliveries.WithLabelValues("discord", "delivered")); v != 2 {
+		t.Errorf("shared counter = %v", v)
+	}
 }
