@@ -74,7 +74,11 @@ func (d *discord) got() []discordPost {
 	return append([]discordPost(nil), d.posts...)
 }
 
-func (d *discord) failNext(codes ...int) { d.mu.Lock(); d.status = append(d.status, codes...); d.mu.Unlock() }
+func (d *discord) failNext(codes ...int) {
+	d.mu.Lock()
+	d.status = append(d.status, codes...)
+	d.mu.Unlock()
+}
 
 // rig is Noor's engine, pulse and HTTP server, with a test playbook in
 // place of the cluster tools (or a scripted model): the findings it reports
