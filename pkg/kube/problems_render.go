@@ -21,6 +21,20 @@ func (r *ProblemReport) Render() string {
 	if max <= 0 {
 		max = DefaultProblemChars
 	}
+	// Prefer every problem on its own line: shorten details until all fit,
+	// and only then cut the list with a per-reason summary.
+	for _, dmax := range []int{detailMax, 120, 60, 0} {
+		if out, all := r.render(max, dmax); all {
+			return out
+		}
+	}
+	out, _ := r.render(max, 120)
+	return out
+}
+
+// render lays the report out with details bounded to dmax runes (0: none);
+// all reports whether every problem got its line.
+func (r *ProblemReport) render(max, dmax int) (string, bool) {
 	cov := r.renderCoverage()
 	head := r.renderHeader()
 	budget := max - runes(cov) - runes(head)
@@ -31,7 +45,7 @@ func (r *ProblemReport) Render() string {
 		body.WriteString(title)
 		budget -= runes(title)
 		for i := range r.Problems {
-			line := r.Problems[i].line() + "\n"
+			line := r.Problems[i].line(dmax) + "\n"
 			rest := r.moreLine(i + 1)
 			if runes(line)+runes(rest) > budget {
 				break
@@ -48,9 +62,9 @@ func (r *ProblemReport) Render() string {
 	}
 	out := head + body.String() + cov
 	if runes(out) > max { // only when the header and coverage alone exceed the bound
-		return safetext.CleanBlock(out, max-60)
+		return safetext.CleanBlock(out, max-60), false
 	}
-	return out
+	return out, shown == len(r.Problems)
 }
 
 func runes(s string) int { return utf8.RuneCountInString(s) }
@@ -92,8 +106,9 @@ func (r *ProblemReport) renderHeader() string {
 	return b.String()
 }
 
-// line renders one problem on one line.
-func (p *Problem) line() string {
+// line renders one problem on one line, its detail bounded to dmax runes
+// (0: no detail). Short forms drop the example pod and the timestamp.
+func (p *Problem) line(dmax int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "- %s %s %s", p.Severity, p.Reason, p.objectPath())
 	if p.Container != "" {
@@ -111,14 +126,16 @@ func (p *Problem) line() string {
 	if p.Events > 0 {
 		fmt.Fprintf(&b, " events=%d", p.Events)
 	}
-	if !p.LastSeen.IsZero() {
+	if !p.LastSeen.IsZero() && dmax >= detailMax {
 		fmt.Fprintf(&b, " last=%s", p.LastSeen.UTC().Format(time.RFC3339))
 	}
 	if p.Remediable {
 		b.WriteString(" remediable")
 	}
-	fmt.Fprintf(&b, " | %s", p.Detail)
-	if p.Pod != "" && p.Kind != "Pod" {
+	if dmax > 0 {
+		fmt.Fprintf(&b, " | %s", safetext.Clean(p.Detail, dmax))
+	}
+	if p.Pod != "" && p.Kind != "Pod" && dmax >= detailMax {
 		fmt.Fprintf(&b, " (e.g. pod %s)", p.Pod)
 	}
 	return b.String()

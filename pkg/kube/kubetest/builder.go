@@ -142,7 +142,9 @@ func (b *builder) node(name string, ready bool, pressure corev1.NodeConditionTyp
 			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")},
 			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3800m"), corev1.ResourceMemory: resource.MustParse("15Gi"), corev1.ResourcePods: resource.MustParse("110")},
 			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OSImage: "Debian GNU/Linux 13", ContainerRuntimeVersion: "containerd://2.1.4", Architecture: "amd64", OperatingSystem: "linux"},
-			Addresses:   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0." + fmt.Sprint(10+len(b.o.Nodes))}},
+			// loopback: the API server's kubelet proxy (pod logs) fails fast instead of dialing a dead address
+			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
 		},
 	}
 	if !ready {
@@ -156,10 +158,17 @@ func ctrl(kind, apiVersion, name string, u types.UID) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: u, Controller: &t, BlockOwnerDeletion: &t}}
 }
 
+// wopts shape one fixture workload.
+type wopts struct {
+	affected int    // pods showing the scenario (the rest are healthy); < 0: all
+	missing  int    // desired pods the ReplicaSet never created (quota, admission)
+	node     string // where scheduled pods run
+}
+
 // workload adds a Deployment (from a manifest) with its ReplicaSet, pods,
-// statuses and events. affected is how many of its pods show the scenario
-// (the rest are healthy); affected < 0 means all.
-func (b *builder) workload(d *appsv1.Deployment, sc Scenario, affected int, node string) {
+// statuses and events.
+func (b *builder) workload(d *appsv1.Deployment, sc Scenario, o wopts) {
+	affected, node := o.affected, o.node
 	d = d.DeepCopy()
 	ns := d.Namespace
 	d.UID = uid("Deployment", ns, d.Name)
@@ -195,7 +204,8 @@ func (b *builder) workload(d *appsv1.Deployment, sc Scenario, affected int, node
 		Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Selector: selector, Template: *tmpl},
 	}
 	ready := int32(0)
-	for i := 0; i < int(replicas); i++ {
+	created := replicas - int32(o.missing)
+	for i := 0; i < int(created); i++ {
 		podSc := sc
 		if i >= affected {
 			podSc = Healthy
@@ -204,8 +214,8 @@ func (b *builder) workload(d *appsv1.Deployment, sc Scenario, affected int, node
 			ready++
 		}
 	}
-	rs.Status = appsv1.ReplicaSetStatus{Replicas: replicas, FullyLabeledReplicas: replicas, ReadyReplicas: ready, AvailableReplicas: ready, ObservedGeneration: 1}
-	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: replicas, UpdatedReplicas: replicas,
+	rs.Status = appsv1.ReplicaSetStatus{Replicas: created, FullyLabeledReplicas: created, ReadyReplicas: ready, AvailableReplicas: ready, ObservedGeneration: 1}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: created, UpdatedReplicas: created,
 		ReadyReplicas: ready, AvailableReplicas: ready, UnavailableReplicas: replicas - ready}
 	avail := corev1.ConditionTrue
 	availReason, availMsg := "MinimumReplicasAvailable", "Deployment has minimum availability."
@@ -353,18 +363,32 @@ func ptr[T any](v T) *T { return &v }
 // event adds a core/v1 event about pod p, first seen firstAgo and last seen lastAgo.
 func (b *builder) event(p *corev1.Pod, typ, reason, msg string, count int32, firstAgo, lastAgo time.Duration, component string) {
 	fieldPath := ""
-	if len(p.Spec.Containers) > 0 && reason != "FailedScheduling" {
+	if len(p.Spec.Containers) > 0 && reason != "FailedScheduling" && reason != "FailedMount" {
 		fieldPath = "spec.containers{" + p.Spec.Containers[0].Name + "}"
 	}
-	name := fmt.Sprintf("%s.%s", p.Name, hashName(fmt.Sprintf("%s/%s/%s/%s/%d", p.Namespace, p.Name, reason, msg, len(b.o.Events)), 16))
+	ref := corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, APIVersion: "v1", FieldPath: fieldPath}
+	b.eventFor(ref, p.Spec.NodeName, typ, reason, msg, count, firstAgo, lastAgo, component)
+}
+
+// eventFor adds a core/v1 event about any object.
+func (b *builder) eventFor(ref corev1.ObjectReference, host, typ, reason, msg string, count int32, firstAgo, lastAgo time.Duration, component string) {
+	ns := ref.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault // events about cluster-scoped objects live in default
+	}
+	name := fmt.Sprintf("%s.%s", ref.Name, hashName(fmt.Sprintf("%s/%s/%s/%s/%d", ns, ref.Name, reason, msg, len(b.o.Events)), 16))
+	instance := host
+	if component != "kubelet" {
+		instance = component + "-" + FixtureNode
+	}
 	b.o.Events = append(b.o.Events, &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace, UID: uid("Event", p.Namespace, name)},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, APIVersion: "v1",
-			FieldPath: fieldPath},
-		Type: typ, Reason: reason, Message: msg, Count: count,
-		FirstTimestamp: b.t(firstAgo), LastTimestamp: b.t(lastAgo),
-		Source:              corev1.EventSource{Component: component, Host: p.Spec.NodeName},
-		ReportingController: map[string]string{"kubelet": "kubelet", "default-scheduler": "default-scheduler"}[component],
-		ReportingInstance:   p.Spec.NodeName,
+		ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid("Event", ns, name)},
+		InvolvedObject: ref,
+		Type:           typ, Reason: reason, Message: msg, Count: count,
+		FirstTimestamp:      b.t(firstAgo),
+		LastTimestamp:       b.t(lastAgo),
+		Source:              corev1.EventSource{Component: component, Host: host},
+		ReportingController: component,
+		ReportingInstance:   instance,
 	})
 }

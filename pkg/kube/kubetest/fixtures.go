@@ -101,7 +101,7 @@ func BrokenObjects(ns string, now time.Time) (*Objects, error) {
 		}
 		d = d.DeepCopy()
 		d.Namespace = ns
-		b.workload(d, f.Scenario, -1, FixtureNode)
+		b.workload(d, f.Scenario, wopts{affected: -1, node: FixtureNode})
 		if f.Scenario == Healthy {
 			b.oldRevision("busybox:1.35")
 		}
