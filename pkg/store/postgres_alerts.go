@@ -38,6 +38,12 @@ func scanAlertState(row pgx.Row) (AlertState, error) {
 // in-flight count, calls fn, and writes the state, the decision and, on a
 // dispatch, the investigation. Core replicas sharing the database therefore
 // dispatch each alert once and keep one alert run per agent.
+//
+// The agent lock serialises every decision for one agent, and in a storm
+// almost none of them need it: only dispatched and busy depend on the
+// agent's in-flight count. So a first attempt locks the fingerprint alone;
+// when fn decides dispatched or busy, it is rolled back and fn runs again
+// (it is pure) under both locks.
 func (p *Postgres) ApplyAlert(ctx context.Context, fingerprint, agent string, fn DecideFunc, mkInv func(AlertDecision) *Investigation) (AlertDecision, error) {
 	if err := required("fingerprint", fingerprint); err != nil {
 		return AlertDecision{}, err
@@ -45,12 +51,24 @@ func (p *Postgres) ApplyAlert(ctx context.Context, fingerprint, agent string, fn
 	if err := required("agent", agent); err != nil {
 		return AlertDecision{}, err
 	}
+	d, again, err := p.applyAlert(ctx, fingerprint, agent, fn, mkInv, false)
+	if err != nil || !again {
+		return d, err
+	}
+	d, _, err = p.applyAlert(ctx, fingerprint, agent, fn, mkInv, true)
+	return d, err
+}
+
+// applyAlert is one attempt. Without lockAgent it gives up (again=true)
+// before writing a decision that depends on the agent's in-flight count.
+func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn DecideFunc, mkInv func(AlertDecision) *Investigation, lockAgent bool) (_ AlertDecision, again bool, _ error) {
 	// BEGIN rides with the reads and COMMIT with the writes: two round
 	// trips. A connection left inside a transaction (an error, a cancelled
-	// ctx) is rolled back here, or destroyed by the pool on release.
+	// ctx, a retry under both locks) is rolled back here, or destroyed by
+	// the pool on release.
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
-		return AlertDecision{}, pgErr("apply alert", err)
+		return AlertDecision{}, false, pgErr("apply alert", err)
 	}
 	defer conn.Release()
 	committed := false
@@ -64,7 +82,11 @@ func (p *Postgres) ApplyAlert(ctx context.Context, fingerprint, agent string, fn
 
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
-	b.Queue(`SELECT pg_advisory_xact_lock($1)`, lockKey("agent", agent))
+	execs := 2
+	if lockAgent {
+		b.Queue(`SELECT pg_advisory_xact_lock($1)`, lockKey("agent", agent))
+		execs++
+	}
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, lockKey("alert", fingerprint))
 	// FOR UPDATE: FinishInvestigation frees the slot without the advisory
 	// locks; the row lock orders it against this read-modify-write, else a
@@ -75,7 +97,7 @@ func (p *Postgres) ApplyAlert(ctx context.Context, fingerprint, agent string, fn
 	var prev AlertState
 	var inFlight int
 	ok := true
-	for range 3 {
+	for range execs {
 		if err == nil {
 			_, err = br.Exec()
 		}
@@ -93,27 +115,36 @@ func (p *Postgres) ApplyAlert(ctx context.Context, fingerprint, agent string, fn
 		err = cerr
 	}
 	if err != nil {
-		return AlertDecision{}, pgErr("apply alert "+fingerprint, err)
+		return AlertDecision{}, false, pgErr("apply alert "+fingerprint, err)
 	}
 
 	d, st, inv, err := decide(fingerprint, agent, prev, ok, inFlight, fn, mkInv, p.now)
 	if err != nil {
-		return AlertDecision{}, err
+		return AlertDecision{}, false, err
+	}
+	if !lockAgent && (d.Decision == DecisionDispatched || d.Decision == DecisionBusy) {
+		return AlertDecision{}, true, nil // rolled back by the deferred func
 	}
 	b = &pgx.Batch{}
+	if d.Decision == DecisionCooldown || d.Decision == DecisionDeduped || d.Decision == DecisionIgnored {
+		// A suppressed repeat changes nothing but last_seen: its record
+		// need not wait for the WAL flush (a database crash may lose the
+		// last fraction of a second of them, never a claim or a dispatch).
+		b.Queue(`SET LOCAL synchronous_commit TO off`)
+	}
 	queueAlertState(b, st)
 	queueDecision(b, d, false)
 	if inv != nil {
 		if err := queueInvestigation(b, *inv, false); err != nil {
-			return AlertDecision{}, err
+			return AlertDecision{}, false, err
 		}
 	}
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return AlertDecision{}, pgErr("apply alert "+fingerprint, err)
+		return AlertDecision{}, false, pgErr("apply alert "+fingerprint, err)
 	}
 	committed = true
-	return d, nil
+	return d, false, nil
 }
 
 func queueAlertState(b *pgx.Batch, s AlertState) {
