@@ -18,8 +18,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubecrew/kubecrew/agents"
+	"github.com/kubecrew/kubecrew/pkg/gitops"
+	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/llm"
 	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/report"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 	"github.com/kubecrew/kubecrew/services/agent/internal/builtin"
@@ -61,6 +64,11 @@ type App struct {
 	Engine *engine.Engine
 	Server *server.Server
 	Reg    *prometheus.Registry
+
+	Kube      *kube.Client
+	Git       *gitops.Service
+	Deliverer *report.Deliverer
+	forgeOK   bool
 
 	closers []func()
 	httpSrv *http.Server

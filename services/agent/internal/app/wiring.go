@@ -2,14 +2,21 @@ package app
 
 import (
 	"context"
-	"github.com/kubecrew/kubecrew/pkg/store"
-	"github.com/kubecrew/kubecrew/services/agent/internal/config"
-	"go.uber.org/zap"
+	"errors"
+	"net/http"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.uber.org/zap"
 
+	"github.com/kubecrew/kubecrew/pkg/gitops"
+	"github.com/kubecrew/kubecrew/pkg/kube"
+	"github.com/kubecrew/kubecrew/pkg/report"
+	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
+	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
+	"github.com/kubecrew/kubecrew/services/agent/internal/playbook"
 	"github.com/kubecrew/kubecrew/services/agent/internal/server"
 )
 
@@ -18,19 +25,105 @@ type (
 	openaiResponse = openai.ChatCompletionResponse
 )
 
-// toolProviders registers the cluster, GitOps and report tools the
-// configuration asks for.
+// toolProviders registers the cluster, GitOps and report tools. Every tool
+// is registered whatever the persona, so AGENT_TOOLS is checked against one
+// registry; a tool whose backend is not configured answers an ERROR saying
+// what to set, and /ready reports it, but the agent starts.
 func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
+	cfg := a.Config
+	kc, err := kube.Connect(cfg.String("KUBECONFIG"), cfg.String("KUBE_CONTEXT"), a.Log.Named("kube"))
+	if err != nil {
+		a.Log.Warn("cluster unavailable: cluster tools will answer cluster_unavailable", zap.Error(err))
+	}
+	a.Kube = kc
+	for _, t := range kube.Tools(kc) {
+		reg.Add(t)
+	}
+
+	forge, err := gitops.ForgeFromEnv(cfg.String, &http.Client{Timeout: 30 * time.Second})
+	switch {
+	case errors.Is(err, gitops.ErrNoForge):
+		a.Log.Info("no GitOps repository configured: GitOps tools will say so")
+		forge = noForge{}
+	case err != nil:
+		return &config.Error{Var: "GITOPS_FORGE", Msg: err.Error()}
+	default:
+		a.forgeOK = true
+	}
+	a.Git = gitops.NewService(forge, cfg.Persona.Slug, gitops.Options{
+		MaxOpenPRs: cfg.Int("GITOPS_MAX_OPEN_PRS"), StaleAfter: cfg.Duration("GITOPS_STALE_AFTER"),
+		Metrics: gitops.NewMetrics(a.Reg), Logger: a.Log.Named("gitops"),
+	})
+	for _, t := range a.Git.Tools() {
+		reg.Add(t)
+	}
+
+	targets, err := report.TargetsFromURLs(cfg.String("DISCORD_WEBHOOK_URL"), cfg.String("SLACK_WEBHOOK_URL"),
+		cfg.String("REPORT_WEBHOOK_URL"), &http.Client{Timeout: 15 * time.Second})
+	if err != nil {
+		return &config.Error{Var: "DISCORD_WEBHOOK_URL/SLACK_WEBHOOK_URL/REPORT_WEBHOOK_URL", Msg: err.Error()}
+	}
+	sender, err := report.NewSender(cfg.Persona.Name, cfg.Persona.Slug, cfg.String("AGENT_DISPLAY_NAME"), cfg.String("REPORT_COLOR"))
+	if err != nil {
+		return &config.Error{Var: "REPORT_COLOR", Msg: err.Error()}
+	}
+	a.Deliverer, err = report.NewDeliverer(report.Options{Sender: sender, Targets: targets, Stamps: a.Store,
+		Log: a.Log.Named("report"), Metrics: report.NewMetrics(a.Reg)})
+	if err != nil {
+		return err
+	}
+	reg.Add(report.PostReportTool(a.Deliverer, runInfo))
 	return nil
 }
 
+// runInfo is what post_report needs of the run it is called in.
+func runInfo(ctx context.Context) (report.RunInfo, bool) {
+	r := engine.RunFrom(ctx)
+	if r == nil {
+		return report.RunInfo{}, false
+	}
+	return report.RunInfo{Task: r.Req.Context["pulse_task"], TaskText: r.Req.Task, Findings: r.Reported()}, true
+}
+
+func (a *App) playbookDeps() playbook.Deps {
+	d := playbook.Deps{}
+	if a.Kube != nil {
+		d.Cluster = a.Kube
+	}
+	if a.forgeOK {
+		d.Reviewer = a.Git
+	}
+	return d
+}
+
 // playbook returns the persona's deterministic playbook, or nil.
-func (a *App) playbook() engine.Playbook { return nil }
+func (a *App) playbook() engine.Playbook {
+	return playbook.For(a.Config.Persona.Slug, a.playbookDeps())
+}
 
 // backstop returns the persona's backstop, or nil.
-func (a *App) backstop() engine.Backstop { return nil }
+func (a *App) backstop() engine.Backstop {
+	if a.Config.Persona.Slug == "platform-sre" {
+		return playbook.NoorBackstop(a.playbookDeps())
+	}
+	return nil
+}
 
-func (a *App) extraChecks() []server.Check { return nil }
+func (a *App) extraChecks() []server.Check {
+	checks := []server.Check{{Name: "cluster", Func: func(ctx context.Context) (string, error) {
+		if err := a.Kube.Ready(ctx); err != nil {
+			return "", err
+		}
+		return "ok", nil
+	}}}
+	checks = append(checks, server.Check{Name: "gitops", Func: func(context.Context) (string, error) {
+		if !a.forgeOK {
+			return "not configured (GITOPS_FORGE, GITOPS_REPO)", nil
+		}
+		return "ok", nil
+	}})
+	return checks
+}
 
 // openStore opens the agent's store: in memory without DATABASE_URL, else
 // Postgres falling open to memory while it is unreachable (never pinned).
@@ -41,3 +134,23 @@ func openStore(ctx context.Context, url string, log *zap.Logger) (store.AgentSto
 	}
 	return sw, sw.Close, nil
 }
+
+// noForge is the forge of an agent with no GitOps repository configured:
+// every call says what to configure.
+type noForge struct{}
+
+var _ gitops.Forge = noForge{}
+
+func (noForge) ReadFile(context.Context, string) ([]byte, error)    { return nil, gitops.ErrNoForge }
+func (noForge) ListFiles(context.Context, string) ([]string, error) { return nil, gitops.ErrNoForge }
+func (noForge) OpenPR(context.Context, string, string, []byte, string, string, string) (gitops.PR, error) {
+	return gitops.PR{}, gitops.ErrNoForge
+}
+func (noForge) ListPRs(context.Context, string) ([]gitops.PR, error) { return nil, gitops.ErrNoForge }
+func (noForge) GetPR(context.Context, int) (gitops.PR, error)        { return gitops.PR{}, gitops.ErrNoForge }
+func (noForge) Diff(context.Context, int) (string, error)            { return "", gitops.ErrNoForge }
+func (noForge) Reviews(context.Context, int) ([]gitops.Review, error) {
+	return nil, gitops.ErrNoForge
+}
+func (noForge) SubmitReview(context.Context, int, gitops.Review) error { return gitops.ErrNoForge }
+func (noForge) Merge(context.Context, int, string) error               { return gitops.ErrNoForge }
