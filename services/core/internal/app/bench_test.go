@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -20,7 +20,7 @@ import (
 // webhooks of one alert each, cycling over 1,000 standing alerts already
 // investigated (the steady state of seed §23's storm: every decision is a
 // cooldown, each recorded), reporting webhooks/s and latency percentiles.
-func benchWebhooks(b *testing.B, st store.CoreStore) {
+func benchWebhooks(b *testing.B, st store.CoreStore, parallelism int) {
 	routes := filepath.Join(b.TempDir(), "routes.yaml")
 	if err := os.WriteFile(routes, []byte("defaults:\n  max_in_flight: 50\n"), 0o600); err != nil {
 		b.Fatal(err)
@@ -50,8 +50,9 @@ func benchWebhooks(b *testing.B, st store.CoreStore) {
 		next int64
 	)
 	b.ReportAllocs()
-	// Alertmanager posts from many aggregation groups at once.
-	b.SetParallelism(8)
+	// Concurrent webhooks per CPU: Alertmanager posts from many groups at
+	// once; a CPU-bound store saturates with one, a database needs more.
+	b.SetParallelism(parallelism)
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
@@ -91,9 +92,9 @@ func benchWebhooks(b *testing.B, st store.CoreStore) {
 }
 
 func BenchmarkWebhookMemory(b *testing.B) {
-	benchWebhooks(b, store.NewMemory(nil))
+	benchWebhooks(b, store.NewMemory(nil), 1)
 }
 
 func BenchmarkWebhookPostgres(b *testing.B) {
-	benchWebhooks(b, openPG(b, pgSchema(b)+os.Getenv("BENCH_PG_EXTRA")))
+	benchWebhooks(b, openPG(b, pgSchema(b)), 8)
 }

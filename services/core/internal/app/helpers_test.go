@@ -49,10 +49,10 @@ func seqIDs(prefix string) func() string {
 }
 
 type coreOpts struct {
-	env      map[string]string
-	store    store.CoreStore
-	clock    *clock
-	ids      func() string
+	env   map[string]string
+	store store.CoreStore
+	clock *clock
+	ids   func() string
 	// peers are extra AGENT_PEERS entries (slug → URL).
 	peers map[string]string
 	// quiet: no logs (storms and benchmarks).
