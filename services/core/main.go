@@ -61,9 +61,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return 1
 	}
 	defer st.Close()
-	if cfg.DatabaseURL == "" {
-		log.Info("no DATABASE_URL: alert state is in memory (lost on restart, not shared between replicas)")
-	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

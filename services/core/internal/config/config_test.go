@@ -1,0 +1,88 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ListenAddr != ":8080" || c.CallTimeout != 600*time.Second || c.Cooldown != 30*time.Minute || c.AuthToken != "" || c.DatabaseURL != "" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if got := c.Peers["platform-sre"]; got != "http://agent-platform-sre.kubecrew.svc:8000" {
+		t.Fatalf("template peer: %s", got)
+	}
+	if len(c.Peers) != 5 {
+		t.Fatalf("peers: %v", c.Peers)
+	}
+}
+
+func TestLoadPeers(t *testing.T) {
+	t.Parallel()
+	c, err := Load(env(map[string]string{
+		"AGENT_NAMESPACE":   "sre",
+		"PEER_URL_TEMPLATE": "http://{slug}.{namespace}:9000/",
+		"AGENT_PEERS":       "noor=http://127.0.0.1:8001/, agent-k8s-engineer=https://sol.example",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"platform-sre": "http://127.0.0.1:8001", "k8s-engineer": "https://sol.example",
+		"code-reviewer": "http://code-reviewer.sre:9000", "cicd-engineer": "http://cicd-engineer.sre:9000", "backend-architect": "http://backend-architect.sre:9000",
+	}
+	for k, v := range want {
+		if c.Peers[k] != v {
+			t.Errorf("peer %s = %q, want %q", k, c.Peers[k], v)
+		}
+	}
+}
+
+func TestLoadRefuses(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"AGENT_CALL_TIMEOUT": "ten minutes"}, `AGENT_CALL_TIMEOUT: malformed duration "ten minutes"`},
+		{map[string]string{"AGENT_CALL_TIMEOUT": "600"}, `AGENT_CALL_TIMEOUT: malformed duration "600"`},
+		{map[string]string{"ALERT_COOLDOWN": "-5m"}, `ALERT_COOLDOWN: duration "-5m" must be positive`},
+		{map[string]string{"AGENT_CALL_TIMEOUT": "30m"}, "AGENT_CALL_TIMEOUT (30m0s) must be less than ALERT_COOLDOWN (30m0s)"},
+		{map[string]string{"ALERT_COOLDOWN": "5m"}, "AGENT_CALL_TIMEOUT (10m0s) must be less than ALERT_COOLDOWN (5m0s)"},
+		{map[string]string{"LOG_LEVEL": "loud"}, `LOG_LEVEL: unknown level "loud"`},
+		{map[string]string{"AGENT_PEERS": "bob=http://x"}, `AGENT_PEERS: entry "bob=http://x": unknown agent "bob"`},
+		{map[string]string{"AGENT_PEERS": "noor"}, `AGENT_PEERS: entry "noor": want slug=url`},
+		{map[string]string{"AGENT_PEERS": "noor=ftp://x"}, `AGENT_PEERS: entry "noor=ftp://x": bad url`},
+		{map[string]string{"AGENT_PEERS": "noor=http://a,platform-sre=http://b"}, `AGENT_PEERS: agent "platform-sre" listed twice`},
+		{map[string]string{"PEER_URL_TEMPLATE": "http://agent:8000"}, "PEER_URL_TEMPLATE \"http://agent:8000\": must contain {slug}"},
+		{map[string]string{"PEER_URL_TEMPLATE": "{slug}"}, "PEER_URL_TEMPLATE \"{slug}\": bad url"},
+	}
+	for _, tt := range tests {
+		_, err := Load(env(tt.env))
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("Load(%v) = %v, want %q", tt.env, err, tt.want)
+		}
+	}
+}
+
+func TestResolveAgent(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"noor": "platform-sre", " Sol ": "k8s-engineer", "agent-code-reviewer": "code-reviewer", "ADA": "backend-architect", "dax": "cicd-engineer"} {
+		if got, ok := ResolveAgent(in); !ok || got != want {
+			t.Errorf("ResolveAgent(%q) = %q %v, want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "bob", "agent-", "platform"} {
+		if got, ok := ResolveAgent(in); ok {
+			t.Errorf("ResolveAgent(%q) = %q, want unknown", in, got)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestRunRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "routes.yaml")
+	if err := os.WriteFile(bad, []byte("defaults:\n  agent: noor\n  cooldwn: 1h\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+		want string
+	}{
+		{"arguments", []string{"core", "--port=1"}, nil, 2, "takes no arguments"},
+		{"malformed duration", nil, map[string]string{"AGENT_CALL_TIMEOUT": "10"}, 1, `AGENT_CALL_TIMEOUT: malformed duration "10"`},
+		{"timeout not below cooldown", nil, map[string]string{"AGENT_CALL_TIMEOUT": "45m", "ALERT_COOLDOWN": "30m"}, 1, "AGENT_CALL_TIMEOUT (45m0s) must be less than ALERT_COOLDOWN (30m0s)"},
+		{"routes file line", nil, map[string]string{"ROUTES_FILE": bad}, 1, bad + `:3: unknown key "cooldwn" in defaults`},
+		{"routes file missing", nil, map[string]string{"ROUTES_FILE": filepath.Join(dir, "nope.yaml")}, 1, "ROUTES_FILE: open"},
+		{"unknown peer", nil, map[string]string{"AGENT_PEERS": "zed=http://x"}, 1, `AGENT_PEERS: entry "zed=http://x": unknown agent "zed"`},
+		{"listen address", nil, map[string]string{"LISTEN_ADDR": "256.0.0.1:99999"}, 1, "LISTEN_ADDR 256.0.0.1:99999"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stderr lockedBuffer
+			args := tt.args
+			if args == nil {
+				args = []string{"core"}
+			}
+			code := run(context.Background(), args, func(k string) string { return tt.env[k] }, &stderr)
+			if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr.String(), tt.code, tt.want)
+			}
+		})
+	}
+}
+
+func TestRunServesUntilCancelled(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	env := map[string]string{"LISTEN_ADDR": addr, "AGENT_PEERS": "noor=http://127.0.0.1:1", "AUTH_TOKEN": "t"}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"core"}, func(k string) string { return env[k] }, &stderr) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://%s/ready", addr))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("core not ready: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://%s/api/v1/alerts", addr))
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("auth not enforced: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after cancel")
+	}
+	logs := stderr.String()
+	for _, want := range []string{`"msg":"core listening"`, `"msg":"shutting down"`, `"agent_call_timeout":600`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %s:\n%s", want, logs)
+		}
+	}
+}
