@@ -20,7 +20,12 @@ func (s *Scheduler) Loop(ctx context.Context) {
 	}
 	s.log.Info("pulse timer started", zap.Duration("interval", s.o.Interval), zap.Duration("timeout", s.o.Timeout),
 		zap.Duration("start_delay", s.o.StartDelay), zap.Int("tasks", len(s.o.Tasks)), zap.String("holder", s.o.Holder))
+	hbCtx, stopHeartbeat := context.WithCancel(ctx)
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); s.heartbeat(hbCtx) }()
 	defer func() {
+		stopHeartbeat()
+		<-hbDone
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := s.Release(rctx); err != nil {
@@ -58,6 +63,24 @@ func (s *Scheduler) Loop(ctx context.Context) {
 			s.log.Debug("pulse tick", zap.String("outcome", res.Outcome), zap.String("message", res.Message))
 		}
 		wait = s.o.Interval
+	}
+}
+
+// heartbeat renews the pulse lock every RenewEvery until ctx ends, through
+// runs and sleeps alike, so leadership does not lapse between ticks and a
+// dead leader's lock expires within LockTTL.
+func (s *Scheduler) heartbeat(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.o.RenewAfter(s.o.RenewEvery):
+			rctx, cancel := context.WithTimeout(ctx, s.o.RenewEvery)
+			if _, err := s.lock(rctx); err != nil {
+				s.log.Warn("pulse lock renewal failed", zap.Error(err))
+			}
+			cancel()
+		}
 	}
 }
 

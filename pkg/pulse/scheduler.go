@@ -48,6 +48,10 @@ const (
 	OutcomeError      = "error"
 )
 
+// DefaultLockTTL is the default lifetime of pulse leadership without
+// renewal.
+const DefaultLockTTL = 2 * time.Minute
+
 // Errors of RunNext and RunTask.
 var (
 	ErrBusy        = errors.New("a pulse task is already running")
@@ -70,8 +74,11 @@ type Options struct {
 	Interval time.Duration
 	Timeout  time.Duration
 	// LockTTL is how long leadership lasts without renewal (default
-	// Interval + Timeout + 1m: a leader renews at every tick).
-	LockTTL time.Duration
+	// DefaultLockTTL). The timer renews it every RenewEvery (default a
+	// third of it) while it runs, through runs and sleeps, so a dead
+	// leader is replaced within about LockTTL.
+	LockTTL    time.Duration
+	RenewEvery time.Duration
 	// FailedRetry: see NextDue (default DefaultFailedRetry; negative: off).
 	FailedRetry time.Duration
 	// Enabled runs the timer (Loop); RunNext and RunTask work regardless.
@@ -80,10 +87,12 @@ type Options struct {
 	StartDelay time.Duration
 
 	Now func() time.Time
-	// After replaces time.After in Loop (tests).
-	After   func(time.Duration) <-chan time.Time
-	Log     *zap.Logger
-	Metrics *Metrics
+	// After replaces time.After for the timer's sleeps, RenewAfter for its
+	// heartbeat (tests).
+	After      func(time.Duration) <-chan time.Time
+	RenewAfter func(time.Duration) <-chan time.Time
+	Log        *zap.Logger
+	Metrics    *Metrics
 }
 
 // Scheduler is the pulse: one serial loop running at most one due task per
@@ -162,7 +171,10 @@ func New(o Options) (*Scheduler, error) {
 		seen[t.Key] = true
 	}
 	if o.LockTTL <= 0 {
-		o.LockTTL = o.Interval + o.Timeout + time.Minute
+		o.LockTTL = DefaultLockTTL
+	}
+	if o.RenewEvery <= 0 {
+		o.RenewEvery = o.LockTTL / 3
 	}
 	if o.FailedRetry == 0 {
 		o.FailedRetry = DefaultFailedRetry
@@ -172,6 +184,9 @@ func New(o Options) (*Scheduler, error) {
 	}
 	if o.After == nil {
 		o.After = time.After
+	}
+	if o.RenewAfter == nil {
+		o.RenewAfter = time.After
 	}
 	if o.Log == nil {
 		o.Log = zap.NewNop()
@@ -278,18 +293,32 @@ func (s *Scheduler) tick(ctx context.Context, trigger string, pick picker) (res 
 	return s.run(ctx, trigger, task, res)
 }
 
+// Renew takes or renews the pulse lock (the timer's heartbeat) and
+// reports whether this replica leads.
+func (s *Scheduler) Renew(ctx context.Context) (bool, error) { return s.lock(ctx) }
+
 // lock takes or renews the pulse lock and remembers the answer.
 func (s *Scheduler) lock(ctx context.Context) (bool, error) {
 	ok, err := s.o.Store.TryPulseLock(ctx, s.o.Agent, s.o.Holder, s.o.LockTTL)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	was := s.leader
 	s.leaderAt = s.o.Now().UTC()
 	if err != nil {
 		s.leader = false
 		s.lockError = err.Error()
+		if was {
+			s.log.Warn("pulse leadership lost: the lock could not be renewed", zap.Error(err))
+		}
 		return false, fmt.Errorf("pulse lock: %w", err)
 	}
 	s.leader, s.lockError = ok, ""
+	switch {
+	case ok && !was:
+		s.log.Info("pulse leadership taken", zap.String("holder", s.o.Holder))
+	case !ok && was:
+		s.log.Warn("pulse leadership lost to another replica", zap.String("holder", s.o.Holder))
+	}
 	return ok, nil
 }
 

@@ -446,7 +446,15 @@ func TestTwoReplicasOnlyTheLeaderPulses(t *testing.T) {
 						ran[name]++
 					}
 				}
-				c.add(45 * time.Minute)
+				// The timers' heartbeats renew the lock between ticks.
+				for m := 0; m < 45; m++ {
+					c.add(time.Minute)
+					for _, r := range []*rig{a, b} {
+						if _, err := r.s.Renew(context.Background()); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
 			}
 			if (ran["a"] == 0) == (ran["b"] == 0) || ran["a"]+ran["b"] != 6 {
 				t.Fatalf("runs per replica = %v, want all six on one", ran)
@@ -459,7 +467,7 @@ func TestTwoReplicasOnlyTheLeaderPulses(t *testing.T) {
 				t.Error("status.leader is wrong")
 			}
 			// The leader stops renewing (it died): after the TTL the other takes over.
-			c.add(a.options.Interval + a.options.Timeout + time.Minute)
+			c.add(pulse.DefaultLockTTL)
 			if res, err := follower.s.RunNext(context.Background(), pulse.TriggerTimer); err != nil || res.Outcome != pulse.OutcomeRan {
 				t.Fatalf("takeover: %+v, %v", res, err)
 			}
@@ -492,6 +500,7 @@ func TestTwoLoopsOnlyOnePulses(t *testing.T) {
 		l := &loop{ticks: make(chan time.Time), waits: make(chan time.Duration)}
 		l.r = newRig(t, st, c, holder, func(o *pulse.Options) {
 			o.StartDelay = time.Minute
+			o.LockTTL = 24 * time.Hour // no expiry between the clock's jumps; the heartbeat is tested apart
 			o.After = func(d time.Duration) <-chan time.Time { l.waits <- d; return l.ticks }
 		})
 		return l
@@ -666,4 +675,42 @@ func openPostgres(t *testing.T, c *clock) *store.Postgres {
 	}
 	t.Cleanup(p.Close)
 	return p
+}
+
+// The timer's heartbeat keeps leadership through long sleeps; when the
+// timer stops, the lock is released and another replica leads at once.
+func TestHeartbeatKeepsLeadership(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: t0}
+	st := store.NewMemory(c.now)
+	renews := make(chan time.Time)
+	asked := make(chan time.Duration)
+	a := newRig(t, st, c, "pod-a", func(o *pulse.Options) {
+		o.StartDelay = 24 * time.Hour
+		o.After = func(time.Duration) <-chan time.Time { return nil } // the timer never ticks here
+		o.RenewAfter = func(d time.Duration) <-chan time.Time { asked <- d; return renews }
+	})
+	b := newRig(t, st, c, "pod-b")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); a.s.Loop(ctx) }()
+	if d := <-asked; d != pulse.DefaultLockTTL/3 {
+		t.Errorf("heartbeat every %s, want a third of the TTL", d)
+	}
+	for i := 0; i < 5; i++ {
+		renews <- c.now()
+		<-asked // the renewal is done
+		if !a.s.Status(ctx).Leader {
+			t.Fatalf("beat %d: pod-a does not lead", i)
+		}
+		c.add(pulse.DefaultLockTTL - time.Second) // nearly expired at every beat
+		if _, err := b.s.RunNext(context.Background(), pulse.TriggerHTTP); !errors.Is(err, pulse.ErrNotLeader) {
+			t.Fatalf("beat %d: pod-b pulsed (%v)", i, err)
+		}
+	}
+	cancel()
+	<-done
+	if res, err := b.s.RunNext(context.Background(), pulse.TriggerHTTP); err != nil || res.Outcome != pulse.OutcomeRan {
+		t.Errorf("after pod-a stopped: %+v, %v", res, err)
+	}
 }
