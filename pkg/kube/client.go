@@ -158,7 +158,8 @@ func (c *Client) avail() error { return c.down }
 
 // apiErr turns a client-go error into the text the model sees: a denied or
 // missing object says so; anything that means the server did not answer
-// (network, TLS, timeouts, 5xx, throttling) is cluster_unavailable.
+// (network, TLS, timeouts, 503, throttling) is cluster_unavailable. A 500
+// is the server answering about something behind it (a kubelet for logs).
 func (c *Client) apiErr(err error, what string) error {
 	if err == nil {
 		return nil
@@ -176,7 +177,7 @@ func (c *Client) apiErr(err error, what string) error {
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("%w: unauthorized (credentials rejected) for %s", ErrClusterUnavailable, what)
 	case apierrors.IsServiceUnavailable(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
-		apierrors.IsTooManyRequests(err), apierrors.IsInternalError(err):
+		apierrors.IsTooManyRequests(err):
 		return fmt.Errorf("%w: API server error on %s: %s", ErrClusterUnavailable, what, safetext.Clean(err.Error(), 300))
 	case errors.As(err, &status):
 		return fmt.Errorf("%s: %s", what, safetext.Clean(err.Error(), 300))

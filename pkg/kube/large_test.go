@@ -26,7 +26,7 @@ func checkLargeReport(t testing.TB, r *ProblemReport, prefix string, planted []k
 		if p.Namespace != "" {
 			path = p.Namespace + "/" + path
 		}
-		if !strings.Contains(out, " "+p.Reasons[0]+" "+path+" ") {
+		if !strings.Contains(out, " "+p.Reasons[0]+" "+path+" ") && !strings.Contains(out, " "+p.Reasons[0]+" "+path+"\n") {
 			t.Errorf("planted %s %s not named in the render", p.Reasons[0], path)
 		}
 	}

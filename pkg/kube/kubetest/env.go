@@ -107,6 +107,12 @@ func start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startCluster(root, nil)
+}
+
+// startCluster runs hack/testenv.sh start with extra environment; a missing
+// installation (the script's exit code 2) wraps errSkip.
+func startCluster(root string, extraEnv []string) (*Env, error) {
 	dir, err := os.MkdirTemp("", "kubecrew-kubetest-")
 	if err != nil {
 		return nil, err
@@ -116,7 +122,7 @@ func start() (*Env, error) {
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "testenv.sh"), "start", dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	cmd.Env = append(os.Environ(), "WITH_KCM=0", "WITH_SCHEDULER=0", "WITH_KWOK=0")
+	cmd.Env = append(append(os.Environ(), "WITH_KCM=0", "WITH_SCHEDULER=0", "WITH_KWOK=0"), extraEnv...)
 	if err := cmd.Run(); err != nil {
 		_ = os.RemoveAll(dir)
 		var ee *exec.ExitError
@@ -164,7 +170,7 @@ func fromKubeconfig(path, dir string) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	cfg.QPS, cfg.Burst = 500, 1000 // fixtures create thousands of objects
+	cfg.QPS = -1 // no client-side rate limit: fixtures create thousands of objects
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

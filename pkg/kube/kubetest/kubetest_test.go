@@ -1,0 +1,86 @@
+package kubetest
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStartWithoutBinariesIsASkip(t *testing.T) {
+	t.Parallel()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = startCluster(root, []string{"K8S_TESTENV_CACHE=" + t.TempDir()})
+	if !errors.Is(err, errSkip) || !strings.Contains(err.Error(), "hack/testenv.sh install") {
+		t.Fatalf("err = %v, want a skip that says how to install", err)
+	}
+}
+
+func TestManifestsMatchFixtures(t *testing.T) {
+	t.Parallel()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps, err := ReadManifests(filepath.Join(root, FixtureManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps) != len(Fixtures) {
+		t.Fatalf("%d manifests for %d fixtures", len(deps), len(Fixtures))
+	}
+	names := map[string]bool{}
+	for _, d := range deps {
+		names[d.Name] = true
+	}
+	for _, f := range Fixtures {
+		if !names[f.Name] {
+			t.Errorf("fixture %s has no manifest", f.Name)
+		}
+	}
+	for _, d := range deps {
+		if d.Spec.Template.Spec.Containers[0].Name != "app" {
+			t.Errorf("%s: container %q, want app", d.Name, d.Spec.Template.Spec.Containers[0].Name)
+		}
+		if d.Labels["app.kubernetes.io/part-of"] == "kubecrew" {
+			t.Errorf("%s carries the fleet label", d.Name)
+		}
+		if d.Name == "oomkill" {
+			if got := d.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String(); got != "32Mi" {
+				t.Errorf("oomkill memory limit = %s, want 32Mi", got)
+			}
+		}
+	}
+}
+
+func TestBrokenObjectsShape(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
+	o, err := BrokenObjects("shop", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Deployments) != 7 || len(o.ReplicaSets) != 8 || len(o.Pods) != 8 || len(o.Nodes) != 1 {
+		t.Fatalf("shape: %d deployments, %d replicasets, %d pods, %d nodes", len(o.Deployments), len(o.ReplicaSets), len(o.Pods), len(o.Nodes))
+	}
+	again, _ := BrokenObjects("shop", now)
+	if again.Pods[0].Name != o.Pods[0].Name || again.Events[0].Name != o.Events[0].Name {
+		t.Error("fixture names are not deterministic")
+	}
+	for _, p := range o.Pods {
+		if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Kind != "ReplicaSet" {
+			t.Errorf("pod %s owner refs %v", p.Name, p.OwnerReferences)
+		}
+		if p.Name[:len(p.Name)-6] != p.OwnerReferences[0].Name {
+			t.Errorf("pod %s is not named after its ReplicaSet %s", p.Name, p.OwnerReferences[0].Name)
+		}
+	}
+	large, planted := LargeObjects("bx", now)
+	if len(large.Namespaces) != LargeNamespaces || len(large.Deployments) != LargeDeployments || len(large.Pods) != 1250 || len(planted) != 34 {
+		t.Errorf("large shape: %d ns, %d deployments, %d pods, %d planted", len(large.Namespaces), len(large.Deployments), len(large.Pods), len(planted))
+	}
+}
