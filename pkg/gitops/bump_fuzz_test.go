@@ -135,3 +135,75 @@ func decodeAll(b []byte) ([]any, error) {
 		out = append(out, v)
 	}
 }
+
+// FuzzBumpMemoryPositions builds valid-looking manifests around fuzzed
+// text — a comment above, a quoted string before the value on its own line,
+// the line ending, the quoting — so that most inputs parse and the edit's
+// position arithmetic (characters vs bytes, line breaks libyaml counts) is
+// exercised on accepted edits, not just refusals.
+func FuzzBumpMemoryPositions(f *testing.F) {
+	f.Add("plain comment", "x", uint8(0), uint8(0), "32Mi")
+	f.Add("ü☃ é", "日本語 \u2028 x", uint8(1), uint8(1), "256Mi")
+	f.Add("\t#", "a\tb \u0085 c", uint8(2), uint8(2), "1Gi")
+	f.Add("", "\u00a0\u200b", uint8(3), uint8(0), "100M")
+	f.Fuzz(func(t *testing.T, comment, before string, eol, quote uint8, value string) {
+		src := positionsManifest(comment, before, eol, quote, value)
+		for _, c := range []string{"c", "d"} {
+			out, old, nv, err := BumpMemory(src, "Deployment", "w", c, 0)
+			if err != nil {
+				continue
+			}
+			checkOneValueChanged(t, src, out, old, nv)
+		}
+	})
+}
+
+// positionsManifest is FuzzBumpMemoryPositions' template: Deployment w with
+// container c (flow style, a quoted string before the value on its line)
+// and container d (block style, a comment after the value).
+func positionsManifest(comment, before string, eol, quote uint8, value string) []byte {
+	nl := []string{"\n", "\r\n", "\r"}[eol%3]
+	q := []string{"", `"`, "'"}[quote%3]
+	before = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", " ", "\r", " ").Replace(before)
+	lines := []string{
+		"# " + strings.NewReplacer("\n", " ", "\r", " ", "\u0085", " ", "\u2028", " ", "\u2029", " ").Replace(comment),
+		"apiVersion: apps/v1",
+		"kind: Deployment",
+		"metadata: {name: w, annotations: {note: \"" + before + "\"}}",
+		"spec:",
+		"  template:",
+		"    spec:",
+		"      containers:",
+		"      - {name: c, env: [{name: X, value: \"" + before + "\"}], resources: {requests: {memory: " + q + value + q + "}, limits: {cpu: 1, memory: " + q + value + q + "}}}",
+		"      - name: d",
+		"        resources:",
+		"          limits:",
+		"            memory: " + q + value + q + " # " + strings.NewReplacer("\u0085", " ", "\u2028", " ", "\u2029", " ").Replace(before),
+	}
+	return []byte(strings.Join(lines, nl) + nl)
+}
+
+// The position seeds must be accepted edits, or the target only ever
+// exercises refusals.
+func TestPositionsSeedsAccepted(t *testing.T) {
+	t.Parallel()
+	for _, s := range []struct {
+		comment, before string
+		eol, quote      uint8
+		value, want     string
+	}{
+		{"plain comment", "x", 0, 0, "32Mi", "48Mi"},
+		{"ü☃ é", "日本語 \u2028 x", 1, 1, "256Mi", "384Mi"},
+		{"\t#", "a\tb \u0085 c", 2, 2, "1Gi", "1536Mi"},
+		{"", "\u00a0\u200b", 0, 0, "100M", "144Mi"},
+	} {
+		src := positionsManifest(s.comment, s.before, s.eol, s.quote, s.value)
+		for _, c := range []string{"c", "d"} {
+			out, old, nv, err := BumpMemory(src, "Deployment", "w", c, 0)
+			if err != nil || nv != s.want {
+				t.Fatalf("%q container %s: %s → %s, %v\n%q", s.before, c, old, nv, err, src)
+			}
+			checkOneValueChanged(t, src, out, old, nv)
+		}
+	}
+}
