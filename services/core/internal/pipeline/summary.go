@@ -55,11 +55,15 @@ var keyLabels = map[string]bool{
 }
 
 // AlertContext is the alert as compact JSON under MaxAlertContext
-// characters: the whole alert when it fits, else summarised step by step
+// characters, its text cleaned (safetext): the whole alert when it fits,
+// else summarised step by step
 // (no generator URL, shortened values, then only key labels and the
 // summary), with "summarised": true.
 func AlertContext(a webhook.Alert) string {
 	d := doc(a)
+	// Text headed for a model: no control or format characters.
+	d.Labels, d.Annotations = clip(a.Labels, 0, nil), clip(a.Annotations, 0, nil)
+	d.GeneratorURL = safetext.Clean(a.GeneratorURL, 0)
 	if s := marshal(d); len([]rune(s)) <= MaxAlertContext {
 		return s
 	}
@@ -86,12 +90,16 @@ func clip(m map[string]string, n int, keep map[string]bool) map[string]string {
 	if m == nil {
 		return nil
 	}
+	keyMax := 40
+	if n <= 0 {
+		keyMax = 0 // unbounded, like the values
+	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		if keep != nil && !keep[k] {
 			continue
 		}
-		out[safetext.Clean(k, 40)] = safetext.Clean(v, n)
+		out[safetext.Clean(k, keyMax)] = safetext.Clean(v, n)
 	}
 	return out
 }
