@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# manifests-check.sh — are the manifests deployable, and do they grant only
+# what the design says? Against a REAL kube-apiserver (hack/testenv.sh):
+#
+#   1. Go checks of every render and of the Dockerfile (manifests/*_test.go):
+#      startupProbe before liveness, no throttling CPU limit, part-of labels,
+#      security context, RBAC without Secrets, persona settings not shadowed…
+#   2. every overlay (and each component on the base) rendered with
+#      `kubectl kustomize` and applied with --server-side --dry-run=server:
+#      schema, defaulting, admission and PodSecurity "restricted" warnings.
+#   3. the base RBAC and admission policy applied for real, then the API
+#      server's authorizer asked (kubectl auth can-i --as=<ServiceAccount>):
+#      no ServiceAccount reads Secrets; only Sol patches Deployments; Noor
+#      changes nothing; the core can do nothing. And the admission policy
+#      refuses Sol restarting a kubecrew Deployment (seed §23) while letting
+#      him restart an ordinary one.
+#   4. the Alertmanager snippet: amtool check-config and routes test
+#      (fixture namespaces → null, before the kubecrew route).
+#
+# Uses the API server named by KUBECREW_TEST_KUBECONFIG (make test starts one),
+# else starts its own with hack/testenv.sh and stops it on exit. A missing
+# tool skips its part with a message; with CI=true it is a failure.
+# Exit status: 0 when nothing failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+K8S_VERSION=${K8S_VERSION:-v1.37.2}
+TESTENV_BIN=$(realpath -m "${K8S_TESTENV_CACHE:-$HOME/.cache/k8s-testenv}")/$K8S_VERSION/bin
+CI=${CI:-false}
+NS=kubecrew
+SA_PREFIX=system:serviceaccount:$NS:
+
+t0=$(date +%s%N)
+failures=()
+skips=()
+passed=0
+log() { echo "[manifests] $*" >&2; }
+ok() { passed=$((passed + 1)); log "ok    $* [$(elapsed)]"; }
+fail() { failures+=("$*"); log "FAIL  $*"; }
+skip() { # a missing tool: skipped here, a failure in CI
+  if [[ $CI == true ]]; then fail "$* (CI=true: every tool is required)"; else skips+=("$*"); log "SKIP  $*"; fi
+}
+elapsed() { echo "$(( ($(date +%s%N) - t0) / 1000000 )) ms"; }
+
+WORK=$(mktemp -d /tmp/kubecrew-manifests.XXXXXX)
+OWN_TESTENV=""
+CREATED=()       # objects applied for real in a shared API server, deleted on exit
+cleanup() {
+  local rc=$?
+  if [[ -n $OWN_TESTENV ]]; then
+    hack/testenv.sh stop "$OWN_TESTENV" >/dev/null 2>&1 || true
+  elif [[ ${#CREATED[@]} -gt 0 ]]; then
+    # shared API server: leave it as found (best effort, no waiting)
+    for obj in "${CREATED[@]}"; do
+      # shellcheck disable=SC2086 # "kind/name [-n ns]"
+      "$KUBECTL" delete -n "$NS" --ignore-not-found --wait=false $obj >/dev/null 2>&1 || true
+    done
+    # A namespace created here is left in place, empty: without a namespace
+    # controller (testenv without KCM) a deleted namespace stays Terminating
+    # and the next run could not use it.
+  fi
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+
+summary() {
+  log "---- summary ($(elapsed)) ----"
+  log "passed: $passed   failed: ${#failures[@]}   skipped: ${#skips[@]}"
+  for s in "${skips[@]}"; do log "  skipped: $s"; done
+  for f in "${failures[@]}"; do log "  FAILED:  $f"; done
+  [[ ${#failures[@]} -eq 0 ]]
+}
+
+# ---- tools ------------------------------------------------------------------
+KUBECTL=${KUBECTL:-}
+if [[ -z $KUBECTL ]]; then
+  if [[ -x $TESTENV_BIN/kubectl ]]; then KUBECTL=$TESTENV_BIN/kubectl
+  elif command -v kubectl >/dev/null; then KUBECTL=$(command -v kubectl)
+  fi
+fi
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+[[ -x $GO ]] || GO=""
+if [[ -n $KUBECTL ]]; then
+  log "kubectl: $KUBECTL ($("$KUBECTL" version --client 2>/dev/null | head -1))"
+fi
+
+# ---- 1. Go checks of the renders and the Dockerfile -------------------------
+if [[ -z $GO ]]; then
+  skip "Go checks: no go toolchain"
+elif [[ -z $KUBECTL ]]; then
+  skip "Go checks: no kubectl (WITH_KUBECTL=1 hack/testenv.sh install)"
+else
+  if out=$(cd manifests && GOWORK=off KUBECTL=$KUBECTL "$GO" test -count=1 ./... 2>&1); then
+    ok "Go checks of every render and the Dockerfile ($(echo "$out" | tail -1 | awk '{print $NF}'))"
+  else
+    echo "$out" | grep -v '^=== ' >&2
+    fail "Go checks (cd manifests && GOWORK=off go test ./...)"
+  fi
+fi
+
+if [[ -z $KUBECTL ]]; then
+  skip "render, dry-run and RBAC checks: no kubectl (WITH_KUBECTL=1 hack/testenv.sh install)"
+  summary; exit $?
+fi
+
+# ---- 2a. render ---------------------------------------------------------------
+renders=()
+render() { # name dir
+  local name=$1 dir=$2 file=$WORK/${1//\//_}.yaml
+  if "$KUBECTL" kustomize "$dir" >"$file" 2>"$WORK/err"; then
+    renders+=("$name=$file")
+  else
+    fail "render $name: $(head -3 "$WORK/err")"
+  fi
+}
+render base manifests/base
+for d in manifests/overlays/*/; do render "overlays/$(basename "$d")" "$d"; done
+for d in manifests/components/*/; do
+  # a component is rendered on the base; kustomize wants relative paths
+  c=$WORK/component-$(basename "$d"); mkdir -p "$c"
+  rel=$(realpath --relative-to="$c" "$ROOT/manifests")
+  printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s/base]\ncomponents: [%s/components/%s]\n' \
+    "$rel" "$rel" "$(basename "$d")" >"$c/kustomization.yaml"
+  render "components/$(basename "$d")" "$c"
+done
+ok "rendered ${#renders[@]} targets: $(for r in "${renders[@]}"; do printf '%s ' "${r%%=*}"; done)"
+
+# ---- API server ---------------------------------------------------------------
+if [[ -n ${KUBECREW_TEST_KUBECONFIG:-} ]]; then
+  export KUBECONFIG=$KUBECREW_TEST_KUBECONFIG
+  log "API server: shared ($KUBECONFIG)"
+elif [[ -x $TESTENV_BIN/kube-apiserver ]]; then
+  OWN_TESTENV=$WORK/testenv
+  if hack/testenv.sh start "$OWN_TESTENV" >/dev/null 2>"$WORK/testenv.log"; then
+    export KUBECONFIG=$OWN_TESTENV/kubeconfig
+    log "API server: started its own ($(grep -o 'total [0-9]*ms' "$WORK/testenv.log" || true))"
+  else
+    cat "$WORK/testenv.log" >&2
+    OWN_TESTENV=""
+    fail "could not start the testenv API server"
+    summary; exit $?
+  fi
+else
+  skip "dry-run and RBAC checks: no kube-apiserver (hack/testenv.sh install) and no KUBECREW_TEST_KUBECONFIG"
+  summary; exit $?
+fi
+kc() { "$KUBECTL" --request-timeout=20s "$@"; }
+if ! kc get --raw /readyz >/dev/null 2>&1; then
+  fail "API server at $KUBECONFIG is not ready"
+  summary; exit $?
+fi
+
+# ---- 3a. the namespace, ServiceAccounts, RBAC and admission policy for real --
+for _ in $(seq 1 60); do  # a namespace being deleted cannot take new objects: wait for it
+  phase=$(kc get namespace "$NS" -o jsonpath='{.status.phase}' 2>/dev/null || true)
+  [[ $phase == Terminating ]] || break
+  sleep 0.5
+done
+if [[ $phase == Terminating ]]; then
+  fail "namespace $NS is stuck Terminating in this API server (no namespace controller?); use a fresh one"
+  summary; exit $?
+fi
+base=$WORK/base.yaml
+# only these kinds are applied for real (Deployments come later, one each)
+awk -v RS='\n---\n' -v ORS='\n---\n' \
+  '/(^|\n)kind: (Namespace|ServiceAccount|ClusterRole|ClusterRoleBinding|Role|RoleBinding|ValidatingAdmissionPolicy|ValidatingAdmissionPolicyBinding)(\n|$)/' \
+  "$base" >"$WORK/access.yaml"
+if kc apply --server-side --force-conflicts --field-manager=kubecrew-manifests-check -f "$WORK/access.yaml" >"$WORK/out" 2>&1; then
+  ok "applied for real: $(grep -c . "$WORK/out") objects (namespace, ServiceAccounts, RBAC, admission policy)"
+  while read -r line; do CREATED+=("${line%% *}"); done < <(grep -v '^namespace/' "$WORK/out")
+else
+  cat "$WORK/out" >&2
+  fail "apply RBAC and admission policy"
+fi
+
+# ---- 2b. server-side dry-run of every render ---------------------------------
+for r in "${renders[@]}"; do
+  name=${r%%=*} file=${r#*=}
+  if kc apply --server-side --dry-run=server --force-conflicts --field-manager=kubecrew-manifests-check \
+      -f "$file" >"$WORK/out" 2>"$WORK/err"; then
+    if grep -qi 'warning' "$WORK/err"; then
+      # PodSecurity "restricted" warnings and deprecations are failures
+      cat "$WORK/err" >&2
+      fail "dry-run $name: the API server warned"
+    else
+      ok "dry-run $name: $(grep -c . "$WORK/out") objects accepted"
+    fi
+  else
+    cat "$WORK/err" >&2
+    fail "dry-run $name"
+  fi
+done
+
+# ---- 3b. ask the authorizer ----------------------------------------------------
+# Impersonate each ServiceAccount with its groups (grants to
+# system:serviceaccounts count too). First the whole picture: the rules the
+# authorizer reports for it (SelfSubjectRulesReview via `can-i --list`); then
+# spot checks of single requests.
+imp() { echo --as="$SA_PREFIX$1" --as-group=system:serviceaccounts --as-group="system:serviceaccounts:$NS" --as-group=system:authenticated; }
+can() { # sa verb resource [ns|all] → yes|no
+  local sa=$1 verb=$2 res=$3 ns=${4:-default} nsarg
+  if [[ $ns == all ]]; then nsarg=(--all-namespaces); else nsarg=(-n "$ns"); fi
+  # shellcheck disable=SC2046
+  kc auth can-i "$verb" "$res" "${nsarg[@]}" $(imp "$sa") 2>/dev/null || true
+}
+expect() { # want sa verb resource [ns]
+  local want=$1; shift
+  local got; got=$(can "$@")
+  if [[ $got == "$want" ]]; then rbac_ok=$((rbac_ok + 1)); else fail "can-i $2 $3 as $1${4:+ in $4}: got '${got:-error}', want $want"; fi
+}
+agents=(agent-platform-sre agent-k8s-engineer agent-code-reviewer agent-cicd-engineer agent-backend-architect)
+rbac_ok=0
+nfail=${#failures[@]}
+rules() { # sa → the resource rows the authorizer reports, "resource verb" per line
+  # shellcheck disable=SC2046
+  kc auth can-i --list -n default $(imp "$1") 2>"$WORK/err" | awk 'NR > 1 && $0 !~ /^[[:space:]]/ {
+      res = $1; line = $0; sub(/^.*\[/, "", line); sub(/\][[:space:]]*$/, "", line)
+      n = split(line, verbs, " "); for (i = 1; i <= n; i++) print res, verbs[i] }' | sort -u
+}
+# What any ServiceAccount of the namespace gets from the cluster's defaults
+# (self-reviews, discovery, cluster trust bundles…): judged for Secrets and
+# wildcards, then subtracted, so what remains is what our RBAC adds.
+rules kubecrew-check-nobody >"$WORK/rules.baseline" || true
+[[ -s $WORK/rules.baseline ]] || fail "can-i --list for the baseline: $(head -2 "$WORK/err")"
+judge() { # sa file
+  awk -v sa="$1" '{
+      res = $1; v = $2
+      if (res ~ /^secrets($|\.|\/)/) { print res " (Secrets)"; next }
+      if (res ~ /\*/ || v == "*") { print res " [" v "] (wildcard)"; next }
+      if (sa == "baseline") next
+      if (sa == "kubecrew-core") { print res " [" v "] (the core needs no cluster access)"; next }
+      if (v == "get" || v == "list" || v == "watch") next
+      if (sa == "agent-k8s-engineer" && v == "patch" && res == "deployments.apps") next
+      print res " [" v "]"
+    }' "$2" | paste -sd, -
+}
+bad=$(judge baseline "$WORK/rules.baseline")
+[[ -z $bad ]] || fail "every ServiceAccount of $NS already gets: $bad"
+for sa in kubecrew-core "${agents[@]}"; do
+  rules "$sa" >"$WORK/rules.all.$sa" || true
+  if [[ ! -s $WORK/rules.all.$sa ]]; then fail "can-i --list as $sa: $(head -2 "$WORK/err")"; continue; fi
+  comm -23 "$WORK/rules.all.$sa" "$WORK/rules.baseline" >"$WORK/rules.$sa"
+  bad=$(judge "$sa" "$WORK/rules.$sa")
+  if [[ -n $bad ]]; then fail "rules of $sa grant: $bad"; else rbac_ok=$((rbac_ok + 1)); fi
+done
+[[ -s $WORK/rules.agent-k8s-engineer ]] && grep -qx 'deployments.apps patch' "$WORK/rules.agent-k8s-engineer" ||
+  fail "Sol's rules do not include patch on deployments.apps"
+# spot checks: single requests, as a client would make them
+for sa in kubecrew-core "${agents[@]}"; do
+  expect no "$sa" list secrets all
+  expect no "$sa" get secrets "$NS"
+done
+for sa in "${agents[@]}"; do
+  expect yes "$sa" list pods all
+  want=no; [[ $sa == agent-k8s-engineer ]] && want=yes
+  expect "$want" "$sa" patch deployments.apps default
+done
+expect no agent-k8s-engineer patch statefulsets.apps default
+expect no agent-k8s-engineer delete deployments.apps default
+expect no agent-platform-sre patch pods all
+expect no agent-platform-sre delete deployments.apps all
+expect no kubecrew-core get pods "$NS"
+[[ ${#failures[@]} -eq $nfail ]] && ok "authorizer: rules of 6 ServiceAccounts and $rbac_ok can-i answers as designed (no Secrets; only Sol patches Deployments; Noor read-only; core nothing)"
+
+# ---- 3c. the admission policy keeps Sol off the fleet --------------------------
+# Two Deployments for real: Noor's (part-of=kubecrew) and an ordinary one.
+awk -v RS='\n---\n' '/(^|\n)kind: Deployment(\n|$)/ && /\n  name: agent-platform-sre\n/' "$base" >"$WORK/noor.yaml"
+cat >"$WORK/victim.yaml" <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: kubecrew-check-ordinary, namespace: $NS, labels: {app: ordinary}}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: ordinary}}
+  template:
+    metadata: {labels: {app: ordinary}}
+    spec:
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      containers:
+        - name: c
+          image: registry.k8s.io/pause:3.10
+          securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+EOF
+if kc apply --server-side --field-manager=kubecrew-manifests-check -f "$WORK/noor.yaml" -f "$WORK/victim.yaml" >"$WORK/out" 2>&1; then
+  CREATED+=("deployment.apps/agent-platform-sre -n $NS" "deployment.apps/kubecrew-check-ordinary -n $NS")
+  restart() { # sa deployment → output of a server-side dry-run of what
+    # `kubectl rollout restart` sends: a patch of the restartedAt annotation
+    local p='{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"'"$(date -u +%FT%TZ)"'"}}}}}'
+    # shellcheck disable=SC2046
+    kc patch "deployment/$2" -n "$NS" --type=strategic -p "$p" --dry-run=server $(imp "$1") 2>&1 || true
+  }
+  # the policy becomes active a moment after it is created: retry briefly
+  denied=""
+  for _ in $(seq 1 50); do
+    out=$(restart agent-k8s-engineer agent-platform-sre)
+    if grep -q 'kubecrew-sol-not-on-fleet\|may not change kubecrew' <<<"$out"; then denied=$out; break; fi
+    sleep 0.2
+  done
+  if [[ -n $denied ]]; then ok "admission: Sol cannot restart agent-platform-sre ($(grep -o 'ValidatingAdmissionPolicy[^:]*' <<<"$denied" | head -1))"
+  else fail "admission: Sol restarting agent-platform-sre was not denied by kubecrew-sol-not-on-fleet: $out"; fi
+  out=$(restart agent-k8s-engineer kubecrew-check-ordinary)
+  if grep -q 'patched' <<<"$out"; then ok "admission: Sol can restart an ordinary Deployment"
+  else fail "admission: Sol restarting an ordinary Deployment: $out"; fi
+  out=$(restart agent-platform-sre kubecrew-check-ordinary)
+  if grep -qi 'forbidden' <<<"$out" && ! grep -q 'patched' <<<"$out"; then ok "admission: Noor cannot restart anything (RBAC)"
+  else fail "admission: Noor restarting a Deployment was not forbidden: $out"; fi
+else
+  cat "$WORK/out" >&2
+  fail "apply the Deployments for the admission check"
+fi
+
+# ---- 4. Alertmanager snippet ---------------------------------------------------
+AMTOOL=${AMTOOL:-$(command -v amtool || true)}
+am=manifests/alertmanager/alertmanager.yaml
+if [[ -z $AMTOOL ]]; then
+  skip "Alertmanager snippet: no amtool (hack/alertmanager/install.sh)"
+elif ! "$AMTOOL" check-config "$am" >"$WORK/out" 2>&1; then
+  cat "$WORK/out" >&2
+  fail "amtool check-config $am"
+else
+  route() { "$AMTOOL" config routes test --config.file="$am" "$@" 2>/dev/null | tail -1; }
+  am_fail=${#failures[@]}
+  while IFS='|' read -r want labels; do
+    # shellcheck disable=SC2086
+    got=$(route $labels)
+    [[ $got == "$want" ]] || fail "alertmanager route for {$labels}: got '$got', want '$want'"
+  done <<'EOF'
+null|namespace=kubecrew-fixtures alertname=KubeDeploymentReplicasMismatch severity=critical
+null|namespace=payments-test alertname=KubePodCrashLooping severity=warning
+null|alertname=Watchdog severity=none
+kubecrew|namespace=payments alertname=KubePodCrashLooping severity=critical
+kubecrew|namespace=kubecrew alertname=KubePodCrashLooping severity=warning
+default|namespace=payments alertname=KubeCPUOvercommit severity=info
+EOF
+  [[ ${#failures[@]} -eq $am_fail ]] && ok "alertmanager: config valid; fixture namespaces → null before the kubecrew route"
+fi
+
+summary
