@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +60,7 @@ func (c *Client) PodLogs(ctx context.Context, a PodLogsArgs) (string, error) {
 		container = pod.Spec.Containers[0].Name
 	case container == "":
 		return "", fmt.Errorf("%s has %d containers; name one in container: %s", what, len(pod.Spec.Containers), strings.Join(names, ", "))
-	case !contains(names, container):
+	case !slices.Contains(names, container):
 		return "", fmt.Errorf("%s has no container %q; containers: %s", what, container, strings.Join(names, ", "))
 	}
 	tl, lb := int64(tail), int64(logLimitBytes)
@@ -99,13 +100,4 @@ func containerNames(p *corev1.Pod) []string {
 		out = append(out, c.Name)
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
