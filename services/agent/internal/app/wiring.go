@@ -17,6 +17,7 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 	"github.com/kubecrew/kubecrew/services/agent/internal/playbook"
+	"github.com/kubecrew/kubecrew/services/agent/internal/pulseserver"
 	"github.com/kubecrew/kubecrew/services/agent/internal/server"
 )
 
@@ -72,17 +73,8 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 	if err != nil {
 		return err
 	}
-	reg.Add(report.PostReportTool(a.Deliverer, runInfo))
+	reg.Add(pulseserver.ReportTool(a.Deliverer))
 	return nil
-}
-
-// runInfo is what post_report needs of the run it is called in.
-func runInfo(ctx context.Context) (report.RunInfo, bool) {
-	r := engine.RunFrom(ctx)
-	if r == nil {
-		return report.RunInfo{}, false
-	}
-	return report.RunInfo{Task: r.Req.Context["pulse_task"], TaskText: r.Req.Task, Findings: r.Reported()}, true
 }
 
 func (a *App) playbookDeps() playbook.Deps {
