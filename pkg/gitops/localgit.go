@@ -30,7 +30,7 @@ func (g git) run(ctx context.Context, o gitOpts, args ...string) (string, error)
 		"-c", "core.quotePath=true", "-c", "diff.noprefix=false", "-c", "color.ui=false",
 	}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(cleanEnv(),
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
 		"LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
 	cmd.Env = append(cmd.Env, o.env...)
@@ -47,6 +47,19 @@ func (g git) run(ctx context.Context, o gitOpts, args ...string) (string, error)
 		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
 	return stdout.String(), nil
+}
+
+// cleanEnv is the process environment without GIT_* variables: a GIT_DIR or
+// GIT_INDEX_FILE inherited from a hook or a shell must not redirect the
+// forge to another repository or index.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // out runs git and returns its output without the trailing newline.
