@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -71,13 +72,46 @@ func TestRunRefusesBadConfig(t *testing.T) {
 
 func TestRunServesUntilCancelled(t *testing.T) {
 	t.Parallel()
+	serve(t, map[string]string{"AGENT_PEERS": "noor=http://127.0.0.1:1", "AUTH_TOKEN": "t"}, func(addr string) {
+		resp, err := http.Get(fmt.Sprintf("http://%s/api/v1/alerts", addr))
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("auth not enforced: %v %v", err, resp)
+		}
+		resp.Body.Close()
+	}, `"msg":"core listening"`, `"msg":"shutting down"`, `"agent_call_timeout":600`)
+}
+
+// TestRunFallsOpenWithoutDatabase: an unreachable DATABASE_URL does not
+// stop the core; it serves from memory and /ready says why.
+func TestRunFallsOpenWithoutDatabase(t *testing.T) {
+	t.Parallel()
+	serve(t, map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/test?sslmode=disable"}, func(addr string) {
+		resp, err := http.Get(fmt.Sprintf("http://%s/ready", addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var ready map[string]string
+		if err := json.NewDecoder(resp.Body).Decode(&ready); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 || ready["store"] != "memory" || !strings.HasPrefix(ready["store_state"], "degraded: ") {
+			t.Fatalf("ready: %d %v", resp.StatusCode, ready)
+		}
+	})
+}
+
+// serve runs the core with env until it is ready, calls check, cancels it
+// and checks it exits 0 having logged every want.
+func serve(t *testing.T, env map[string]string, check func(addr string), want ...string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
 	l.Close()
-	env := map[string]string{"LISTEN_ADDR": addr, "AGENT_PEERS": "noor=http://127.0.0.1:1", "AUTH_TOKEN": "t"}
+	env["LISTEN_ADDR"] = addr
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr lockedBuffer
 	done := make(chan int, 1)
@@ -97,11 +131,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	resp, err := http.Get(fmt.Sprintf("http://%s/api/v1/alerts", addr))
-	if err != nil || resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("auth not enforced: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	check(addr)
 	cancel()
 	select {
 	case code := <-done:
@@ -112,7 +142,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 		t.Fatal("run did not return after cancel")
 	}
 	logs := stderr.String()
-	for _, want := range []string{`"msg":"core listening"`, `"msg":"shutting down"`, `"agent_call_timeout":600`} {
+	for _, want := range want {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %s:\n%s", want, logs)
 		}

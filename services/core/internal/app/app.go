@@ -197,7 +197,12 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, http.StatusServiceUnavailable, "store %s not ready: %v", a.d.Store.Kind(), err)
 		return
 	}
-	api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready", "store": a.d.Store.Kind()})
+	ans := map[string]string{"status": "ready", "store": a.d.Store.Kind()}
+	// The fall-open store says why it serves from memory, if it does.
+	if s, ok := a.d.Store.(interface{ State() string }); ok {
+		ans["store_state"] = s.State()
+	}
+	api.WriteJSON(w, http.StatusOK, ans)
 }
 
 // Handler is the core's HTTP handler.
