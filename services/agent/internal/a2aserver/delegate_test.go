@@ -186,3 +186,50 @@ func TestDelegateTaskTool(t *testing.T) {
 		t.Errorf("noor recorded %d sent messages; bad input must not be sent or recorded", n)
 	}
 }
+
+func TestAskAndNotifyTools(t *testing.T) {
+	t.Parallel()
+	outs := make(chan [2]string, 1)
+	nodes := startFleet(t, fleetOpts{}, map[string]engine.Playbook{
+		"noor": engine.PlaybookFunc(func(ctx context.Context, r *engine.Run) error {
+			ask, _ := r.CallTool(ctx, "a", "ask_agent", json.RawMessage(`{"agent_slug":"Sol","question":"is the oomkill PR open?"}`))
+			notify, _ := r.CallTool(ctx, "n", "notify_agent", json.RawMessage(`{"agent_slug":"code-reviewer","message":"PR agent/fix/x is ready for review"}`))
+			outs <- [2]string{ask, notify}
+			return nil
+		}),
+		"sol":  engine.PlaybookFunc(echo),
+		"vera": engine.PlaybookFunc(echo),
+	})
+	noor, sol, vera := nodes["platform-sre"], nodes["k8s-engineer"], nodes["code-reviewer"]
+	run, err := noor.eng.Start(context.Background(), api.RunRequest{Task: "check"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := <-outs
+	if !strings.Contains(got[0], "k8s-engineer answered (task ") || !strings.Contains(got[0], "echo: is the oomkill PR open?") {
+		t.Errorf("ask_agent = %s", got[0])
+	}
+	if !strings.Contains(got[1], "code-reviewer accepted the message (task ") || !strings.Contains(got[1], "will not answer you") {
+		t.Errorf("notify_agent = %s", got[1])
+	}
+	if e := findEntry(sol.settled(t), a2a.DirectionReceived); len(e) != 1 || e[0].Verb != "ask" || e[0].Text != "is the oomkill PR open?" {
+		t.Errorf("sol's log = %+v", e)
+	}
+	if e := findEntry(vera.settled(t), a2a.DirectionReceived); len(e) != 1 || e[0].Verb != "notify" || e[0].Outcome != a2a.OutcomeCompleted {
+		t.Errorf("vera's log = %+v", e)
+	}
+	sent := findEntry(noor.audit(t), a2a.DirectionSent)
+	outcomes := map[string]string{}
+	for _, e := range sent {
+		outcomes[e.Verb] = e.Outcome
+	}
+	if outcomes["ask"] != a2a.OutcomeCompleted || outcomes["notify"] != a2a.OutcomeAccepted {
+		t.Errorf("noor's sent outcomes = %v", outcomes)
+	}
+	if ev := traceOf(t, noor, run.ID, "a2a_send"); len(ev) != 2 {
+		t.Errorf("noor's a2a_send events = %v", ev)
+	}
+}
