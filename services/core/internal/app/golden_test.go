@@ -41,8 +41,12 @@ func replaySamples(t *testing.T, samples []string) replay {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The agent answers only after the webhook is answered, so the
+		// decisions do not depend on how fast an investigation finishes.
+		gate := c.Agent.Gate()
 		code, resp, _ := do(t, http.MethodPost, c.URL+"/api/v1/alerts", body)
 		r.Steps = append(r.Steps, step{Sample: s, Code: code, Response: json.RawMessage(resp)})
+		close(gate)
 		c.WaitIdle()
 		clk.Advance(time.Minute)
 	}

@@ -16,7 +16,6 @@ import (
 const reapPages = 10
 
 func (a *App) maintain(ctx context.Context) {
-	a.Upkeep(ctx)
 	t := time.NewTicker(a.d.MaintainEvery)
 	defer t.Stop()
 	for {
@@ -30,7 +29,8 @@ func (a *App) maintain(ctx context.Context) {
 }
 
 // Upkeep reclaims lost investigations and offers free slots to queued
-// alerts. It runs at start and every MaintainEvery; tests call it directly.
+// alerts. New runs it once, then it runs every MaintainEvery; tests call
+// it directly.
 func (a *App) Upkeep(ctx context.Context) {
 	if n := a.reap(ctx); n > 0 {
 		a.d.Log.Warn("reclaimed lost investigations", zap.Int("count", n))
