@@ -48,8 +48,11 @@ func pageAll[L any, T any](ctx context.Context, opts metav1.ListOptions, list fu
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, items(l)...)
-		m := meta(l)
+		m, page := meta(l), items(l)
+		if out == nil && m.RemainingItemCount != nil { // size once: the items are large structs
+			out = make([]T, 0, len(page)+int(*m.RemainingItemCount))
+		}
+		out = append(out, page...)
 		if m.Continue == "" {
 			return out, nil
 		}
