@@ -129,6 +129,13 @@ func TestEndToEndLocal(t *testing.T) {
 		t.Errorf("merged = %v", got)
 	}
 
+	// The next sweep still sees the OOMKill (the fix has not rolled out):
+	// no second raise on top of the merged one until the settle window ends.
+	mustContain(t, sol.call(ToolBumpWorkloadMemory, bumpArgsFor(oomFinding)), "ERROR", "#1", "has been merged", "settle window")
+	if prs, _ := l.ListPRs(ctx, ""); len(prs) != 1 {
+		t.Fatalf("%d PRs inside the settle window", len(prs))
+	}
+
 	// Hand-made PRs: a 3× bump, and a second changed line. Both approved by
 	// Vera; neither merges.
 	base := string(readTestdata(t, "bump/block.yaml"))
@@ -273,6 +280,7 @@ func TestEndToEndGitHub(t *testing.T) {
 	mustContain(t, out, "Opened PR #1", "https://github.example/acme/gitops/pull/1", "-              memory: 32Mi\n+              memory: 48Mi\n")
 	assertCalls(t, fake,
 		listOpen,
+		"GET "+R+"pulls?base=main&direction=asc&per_page=100&sort=created&state=closed", // merged ones: the settle window
 		"GET "+R+"git/trees/main?recursive=1",
 		"GET "+R+"contents/fixtures/kubecrew/oomkill.yaml?ref=main", // path names the workload: read first
 		"GET "+R+"contents/staging/oomkill/deployment.yaml?ref=main",

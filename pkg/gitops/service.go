@@ -26,13 +26,18 @@ const (
 const (
 	DefaultMaxOpenPRs   = 5
 	DefaultStaleAfter   = 7 * 24 * time.Hour
+	DefaultSettleAfter  = 24 * time.Hour
 	DefaultDiffMaxChars = 20000
 )
 
 // Options configure the GitOps service and its tools. Zero values take the
 // defaults.
 type Options struct {
-	MaxOpenPRs   int           // open agent PRs that are not stale; default 5
+	MaxOpenPRs int // open agent PRs that are not stale; default 5
+	// SettleAfter: a finding whose PR merged (opened less than this ago)
+	// gets no new PR, so a fix not yet rolled out is not raised again on
+	// the next sweep; default 24h.
+	SettleAfter  time.Duration
 	StaleAfter   time.Duration // an open agent PR older than this is stale; default 7 days
 	DiffMaxChars int           // a longer diff is truncated and cannot be approved; default 20,000
 	MergeMethod  string        // default "merge"
@@ -51,6 +56,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = DefaultStaleAfter
+	}
+	if o.SettleAfter <= 0 {
+		o.SettleAfter = DefaultSettleAfter
 	}
 	if o.DiffMaxChars <= 0 {
 		o.DiffMaxChars = DefaultDiffMaxChars
@@ -171,6 +179,13 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 			return s.existing(ctx, p, stale)
 		}
 	}
+	if recent, err := s.recentlyMerged(ctx, branch); err != nil {
+		return nil, err
+	} else if recent != nil {
+		return nil, fmt.Errorf("%w: a fix for this finding, #%d (%s), was opened %s ago and has been merged; "+
+			"give it time to roll out before raising the limit again (settle window %s)", ErrRefused, recent.Number, recent.Branch,
+			s.opts.Now().Sub(recent.CreatedAt).Round(time.Minute), s.opts.SettleAfter)
+	}
 	if len(fresh) >= s.opts.MaxOpenPRs {
 		return nil, fmt.Errorf("%d agent PRs are open and not stale (cap %d): %s — review or close them first%s",
 			len(fresh), s.opts.MaxOpenPRs, prList(fresh), staleNote(stale, s.opts.Now()))
@@ -204,6 +219,22 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 		return nil, fmt.Errorf("PR #%d opened, but its diff could not be read: %w", pr.Number, err)
 	}
 	return &BumpResult{PR: pr, Path: loc.Path, How: loc.How, Old: old, New: nv, Diff: d, Stale: stale}, nil
+}
+
+// recentlyMerged returns a merged PR on branch opened within the settle
+// window: the fix is in Git but may not be rolled out yet, so the same
+// finding must not raise the limit again on top of it.
+func (s *Service) recentlyMerged(ctx context.Context, branch string) (*PR, error) {
+	merged, err := s.f.ListPRs(ctx, StateMerged)
+	if err != nil {
+		return nil, fmt.Errorf("listing merged PRs: %w", err)
+	}
+	for _, p := range merged {
+		if p.Branch == branch && s.opts.Now().Sub(p.CreatedAt) < s.opts.SettleAfter {
+			return &p, nil
+		}
+	}
+	return nil, nil
 }
 
 func (s *Service) existing(ctx context.Context, p PR, stale []PR) (*BumpResult, error) {

@@ -53,7 +53,11 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 	}
 	a.Git = gitops.NewService(forge, cfg.Persona.Slug, gitops.Options{
 		MaxOpenPRs: cfg.Int("GITOPS_MAX_OPEN_PRS"), StaleAfter: cfg.Duration("GITOPS_STALE_AFTER"),
-		Metrics: gitops.NewMetrics(a.Reg), Logger: a.Log.Named("gitops"),
+		SettleAfter: cfg.Duration("GITOPS_SETTLE_AFTER"),
+		// get_pr's own truncation (which forbids approval) must bite before the
+		// registry's generic one, or a model could approve a diff it saw cut.
+		DiffMaxChars: max(1000, min(gitops.DefaultDiffMaxChars, cfg.Int("TOOL_OUTPUT_MAX_CHARS")-4000)),
+		Metrics:      gitops.NewMetrics(a.Reg), Logger: a.Log.Named("gitops"),
 	})
 	for _, t := range a.Git.Tools() {
 		reg.Add(t)

@@ -90,6 +90,7 @@ var specs = []spec{
 	{"GITOPS_BRANCH", "main", kString, "base branch"},
 	{"GITOPS_MAX_OPEN_PRS", "5", kInt, "open agent PR cap"},
 	{"GITOPS_STALE_AFTER", "168h", kDuration, "agent PRs older than this are reported stale"},
+	{"GITOPS_SETTLE_AFTER", "24h", kDuration, "a finding whose fix merged this recently gets no new PR"},
 	{"GITHUB_TOKEN", "", kSecret, "GitHub token"},
 	{"GITHUB_API_URL", "", kURL, "GitHub API base (GHE, tests)"},
 	{"DISCORD_WEBHOOK_URL", "", kSecret, "Discord webhook"},
