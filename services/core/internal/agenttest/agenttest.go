@@ -70,7 +70,7 @@ func New(t interface {
 			http.NotFound(w, nil)
 			return
 		}
-		writeJSON(w, 200, map[string]any{"entries": a.a2a})
+		writeJSON(w, 200, map[string]any{"items": a.a2a, "next_cursor": ""}) // pkg/a2a.AuditPage
 	})
 	a.Server = httptest.NewServer(mux)
 	t.Cleanup(a.Server.Close)
