@@ -83,6 +83,31 @@ func Start(tb testing.TB) *Env {
 	return shared
 }
 
+// StartOwn starts a private API server for tb alone, even when a shared one
+// is configured, and stops it when tb ends. For tests whose fixtures would
+// swamp a shared cluster (the 9,800-object large fixture) or that need an
+// empty one.
+func StartOwn(tb testing.TB) *Env {
+	tb.Helper()
+	root, err := RepoRoot()
+	if err == nil {
+		var e *Env
+		if e, err = startCluster(root, nil); err == nil {
+			tb.Cleanup(func() {
+				if err := e.stop(); err != nil {
+					tb.Errorf("stopping private API server: %v", err)
+				}
+			})
+			return e
+		}
+	}
+	if errors.Is(err, errSkip) && os.Getenv(EnvCI) != "true" {
+		tb.Skipf("kube-apiserver integration test skipped: %v", err)
+	}
+	tb.Fatalf("kube-apiserver integration test cannot run: %v", err)
+	return nil
+}
+
 // Main runs the tests and stops the API server Start started, if any.
 // Use it as os.Exit(kubetest.Main(m)) in TestMain.
 func Main(m *testing.M) int {
