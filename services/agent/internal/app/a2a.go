@@ -3,16 +3,11 @@ package app
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/kubecrew/kubecrew/pkg/a2a"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 	"github.com/kubecrew/kubecrew/services/agent/internal/a2aserver"
 )
-
-// a2aPending hands the A2A service from a2aTools (called before the engine
-// exists) to setupA2A (called after), without a field on App.
-var a2aPending sync.Map // *App → *a2aserver.Service
 
 // a2aTools returns ask_agent, notify_agent and delegate_task, which every
 // persona gets.
@@ -35,18 +30,17 @@ func (a *App) a2aTools() ([]tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	a2aPending.Store(a, svc)
+	a.a2a = svc // setupA2A attaches it to the engine once that exists
 	return svc.Tools(), nil
 }
 
 // setupA2A mounts POST /invoke, the agent card and GET /a2a/log, and
 // installs the A2A delegator on the engine.
 func (a *App) setupA2A(ctx context.Context) error {
-	v, ok := a2aPending.LoadAndDelete(a)
-	if !ok {
+	svc := a.a2a
+	if svc == nil {
 		return errors.New("the A2A service was not built (a2aTools must run before setupA2A)")
 	}
-	svc := v.(*a2aserver.Service)
 	svc.Attach(a.Engine)
 	svc.Mount(a.Server.Router(), a.Server.RequireAuth)
 	return nil

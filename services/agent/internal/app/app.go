@@ -25,6 +25,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/report"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
+	"github.com/kubecrew/kubecrew/services/agent/internal/a2aserver"
 	"github.com/kubecrew/kubecrew/services/agent/internal/builtin"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
@@ -69,6 +70,7 @@ type App struct {
 	Git       *gitops.Service
 	Deliverer *report.Deliverer
 	forgeOK   bool
+	a2a       *a2aserver.Service
 
 	closers []func()
 	httpSrv *http.Server
@@ -292,6 +294,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 	a.Server.Drain()
 	a.bgCancel()
 	errRuns := a.Engine.Shutdown(ctx)
+	if a.a2a != nil {
+		a.a2a.Wait() // the audit entries of runs that just ended are written
+	}
 	var errHTTP error
 	if a.httpSrv != nil {
 		hctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
