@@ -77,7 +77,7 @@ func TestStorm(t *testing.T) {
 	if n := non2xx.Load(); n != 0 {
 		t.Fatalf("%d of %d webhooks not answered 2xx (first error: %v)", n, webhooks, firstErr.Load())
 	}
-	if elapsed > time.Minute {
+	if elapsed > time.Minute && !raceEnabled {
 		t.Errorf("%d webhooks took %s, want under a minute", webhooks, elapsed)
 	}
 
