@@ -25,7 +25,7 @@ for m in $mods; do
 done
 if [[ ${1:-} == --build ]]; then
   for m in $mods; do
-    (cd "$m" && GOWORK=off GOFLAGS=-mod=mod go build ./... ) || { echo "checkdeps: $m does not build with GOWORK=off" >&2; fail=1; }
+    (cd "$m" && GOWORK=off go build ./... ) || { echo "checkdeps: $m does not build with GOWORK=off" >&2; fail=1; }
   done
 fi
 [[ $fail == 0 ]] && echo "checkdeps: shared dependencies aligned across: $(echo $mods)"
