@@ -38,8 +38,6 @@ var Kinds = []string{
 	KindPersistentVolumeClaims, KindHorizontalPodAutoscalers,
 }
 
-var kindEnum = strings.Join(Kinds, ",")
-
 // kindNames maps a canonical kind to its API Kind.
 var kindNames = map[string]string{
 	KindPods: "Pod", KindDeployments: "Deployment", KindReplicaSets: "ReplicaSet", KindStatefulSets: "StatefulSet",

@@ -197,3 +197,33 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaEnumsMatchKinds: the kind enum the model sees is exactly Kinds
+// (minus what a tool refuses), so the schema and the validator cannot drift.
+func TestSchemaEnumsMatchKinds(t *testing.T) {
+	t.Parallel()
+	c, _ := fakeClient(t)
+	want := map[string][]string{
+		ToolGetResources: Kinds,
+		ToolGetYAML:      Kinds,
+		ToolDescribe:     describeKinds,
+		ToolRollout:      rolloutKinds,
+	}
+	for _, tl := range Tools(c) {
+		kinds, ok := want[tl.Name()]
+		if !ok {
+			continue
+		}
+		var schema struct {
+			Properties map[string]struct {
+				Enum []string `json:"enum"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(tl.Parameters(), &schema); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(schema.Properties["kind"].Enum, ","); got != strings.Join(kinds, ",") {
+			t.Errorf("%s kind enum = %s\nwant %s", tl.Name(), got, strings.Join(kinds, ","))
+		}
+	}
+}
