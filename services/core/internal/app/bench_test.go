@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -95,6 +96,12 @@ func BenchmarkWebhookMemory(b *testing.B) {
 	benchWebhooks(b, store.NewMemory(nil), 1)
 }
 
+// BenchmarkWebhookPostgres runs at two loads: 4 webhooks in flight
+// (latency) and 16 (throughput).
 func BenchmarkWebhookPostgres(b *testing.B) {
-	benchWebhooks(b, openPG(b, pgSchema(b)), 8)
+	for _, perCPU := range []int{2, 8} {
+		b.Run(fmt.Sprintf("inflight=%d", perCPU*runtime.GOMAXPROCS(0)), func(b *testing.B) {
+			benchWebhooks(b, openPG(b, pgSchema(b)), perCPU)
+		})
+	}
 }
