@@ -5,6 +5,8 @@
 #   1. Go checks of every render and of the Dockerfile (manifests/*_test.go):
 #      startupProbe before liveness, no throttling CPU limit, part-of labels,
 #      security context, RBAC without Secrets, persona settings not shadowed…
+#      and the boot test: the real agent and core binaries started with each
+#      rendered pod's environment must answer /health (and /info agrees).
 #   2. every overlay (and each component on the base) rendered with
 #      `kubectl kustomize` and applied with --server-side --dry-run=server:
 #      schema, defaulting, admission and PodSecurity "restricted" warnings.
@@ -84,6 +86,23 @@ GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 [[ -x $GO ]] || GO=""
 if [[ -n $KUBECTL ]]; then
   log "kubectl: $KUBECTL ($("$KUBECTL" version --client 2>/dev/null | head -1))"
+fi
+
+# ---- 0. the image's binaries (the Dockerfile runs the same go build) --------
+# The boot test (manifests/boot_test.go) starts them with each rendered pod's
+# environment. $KUBECREW_AGENT_BIN / $KUBECREW_CORE_BIN skip the build.
+if [[ -n $GO ]]; then
+  for b in agent core; do
+    var=KUBECREW_${b^^}_BIN
+    [[ -n ${!var:-} ]] && continue
+    if (cd "services/$b" && CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/bin/$b" .) 2>"$WORK/err"; then
+      export "$var=$WORK/bin/$b"
+    else
+      head -20 "$WORK/err" >&2
+      fail "go build services/$b (the image build would fail the same way)"
+    fi
+  done
+  [[ -n ${KUBECREW_AGENT_BIN:-} && -n ${KUBECREW_CORE_BIN:-} ]] && ok "built the agent and core binaries"
 fi
 
 # ---- 1. Go checks of the renders and the Dockerfile -------------------------

@@ -630,11 +630,18 @@ func checkService(r *Render, name string, d *Deployment, port int, p *problems) 
 }
 
 func mountedConfigMapFile(r *Render, spec PodSpec, ctr Container, path string) bool {
+	_, ok := configMapFile(r, spec, ctr, path)
+	return ok
+}
+
+// configMapFile returns the content a ConfigMap volume mounted in ctr puts
+// at path.
+func configMapFile(r *Render, spec PodSpec, ctr Container, path string) (string, bool) {
 	for _, m := range ctr.VolumeMounts {
-		if !strings.HasPrefix(path, strings.TrimRight(m.MountPath, "/")+"/") {
+		rel, ok := strings.CutPrefix(path, strings.TrimRight(m.MountPath, "/")+"/")
+		if !ok {
 			continue
 		}
-		rel := strings.TrimPrefix(path, strings.TrimRight(m.MountPath, "/")+"/")
 		for _, v := range spec.Volumes {
 			if v.Name != m.Name || v.ConfigMap == nil {
 				continue
@@ -643,20 +650,21 @@ func mountedConfigMapFile(r *Render, spec PodSpec, ctr Container, path string) b
 				if cm.Metadata.Name != v.ConfigMap.Name {
 					continue
 				}
-				if len(v.ConfigMap.Items) == 0 {
-					_, ok := cm.Data[rel]
-					return ok
-				}
-				for _, it := range v.ConfigMap.Items {
-					if it.Path == rel {
-						_, ok := cm.Data[it.Key]
-						return ok
+				key := rel
+				if len(v.ConfigMap.Items) > 0 {
+					key = ""
+					for _, it := range v.ConfigMap.Items {
+						if it.Path == rel {
+							key = it.Key
+						}
 					}
 				}
+				data, ok := cm.Data[key]
+				return data, ok
 			}
 		}
 	}
-	return false
+	return "", false
 }
 
 // checkNetwork: every agent pod is selected by a policy that admits only
