@@ -66,6 +66,9 @@ type App struct {
 	Server *server.Server
 	Reg    *prometheus.Registry
 
+	// Registry holds every tool the binary knows, resolved or not.
+	Registry *tools.Registry
+
 	Kube      *kube.Client
 	Git       *gitops.Service
 	Deliverer *report.Deliverer
@@ -106,6 +109,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	a.Store = st
 
 	reg := tools.NewRegistry(builtin.Tools()...)
+	a.Registry = reg
 	for _, t := range o.ExtraTools {
 		reg.Add(t)
 	}
