@@ -92,9 +92,11 @@ fi
 # The boot test (manifests/boot_test.go) starts them with each rendered pod's
 # environment. $KUBECREW_AGENT_BIN / $KUBECREW_CORE_BIN skip the build.
 if [[ -n $GO ]]; then
+  built=()
   for b in agent core; do
     var=KUBECREW_${b^^}_BIN
     [[ -n ${!var:-} ]] && continue
+    built+=("$b")
     if (cd "services/$b" && CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/bin/$b" .) 2>"$WORK/err"; then
       export "$var=$WORK/bin/$b"
     else
@@ -102,7 +104,9 @@ if [[ -n $GO ]]; then
       fail "go build services/$b (the image build would fail the same way)"
     fi
   done
-  [[ -n ${KUBECREW_AGENT_BIN:-} && -n ${KUBECREW_CORE_BIN:-} ]] && ok "built the agent and core binaries"
+  if [[ -n ${KUBECREW_AGENT_BIN:-} && -n ${KUBECREW_CORE_BIN:-} ]]; then
+    ok "binaries: ${built[*]:+built ${built[*]}; }agent=$KUBECREW_AGENT_BIN core=$KUBECREW_CORE_BIN"
+  fi
 fi
 
 # ---- 1. Go checks of the renders and the Dockerfile -------------------------
@@ -211,6 +215,15 @@ for r in "${renders[@]}"; do
     fail "dry-run $name"
   fi
 done
+
+# the examples (not part of any kustomization) must apply too
+if kc apply --server-side --dry-run=server --field-manager=kubecrew-manifests-check -f manifests/examples/ >"$WORK/out" 2>"$WORK/err" &&
+   ! grep -qi warning "$WORK/err"; then
+  ok "dry-run manifests/examples: $(grep -c . "$WORK/out") objects accepted"
+else
+  cat "$WORK/err" >&2
+  fail "dry-run manifests/examples"
+fi
 
 # ---- 3b. ask the authorizer ----------------------------------------------------
 # Impersonate each ServiceAccount with its groups (grants to
