@@ -235,7 +235,7 @@ func checkResources(ref string, ctr Container, ours bool, p *problems) {
 		case lb < rb:
 			p.addf("%s: memory limit %s below request %s", ref, lim, req)
 		case ours && lb < 64<<20:
-			p.addf("%s: memory limit %s below 64Mi (idle RSS is ~15 MB; runs need headroom)", ref, lim)
+			p.addf("%s: memory limit %s below 64Mi (an agent is ~45 MB RSS after a sweep)", ref, lim)
 		}
 	}
 }
