@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,20 +17,32 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 )
 
-// loadedLarge starts a private API server holding only the large fixture
-// (~9,800 objects): the seed-000 cluster shape, unmixed with other tests'
-// fixtures, so the sweep's figures and "no false positive" mean what they say.
+var (
+	largeOnce    sync.Once
+	largePrefix  string
+	largePlanted []kubetest.Planted
+	largeErr     error
+)
+
+// loadedLarge returns a private API server holding only the large fixture
+// (~9,600 requests to load): the seed-000 cluster shape, unmixed with other
+// tests' fixtures, so the sweep's figures and "no false positive" mean what
+// they say. Loaded once per test binary.
 func loadedLarge(tb testing.TB) (*kubetest.Env, string, []kubetest.Planted) {
 	tb.Helper()
-	env := kubetest.StartOwn(tb)
-	prefix := uniqueName("bx")
-	o, planted := kubetest.LargeObjects(prefix, time.Now())
-	t0 := time.Now()
-	if err := kubetest.Load(context.Background(), env.Clientset, o, 16); err != nil {
-		tb.Fatalf("loading the large fixture: %v", err)
+	env := kubetest.Private(tb, "large")
+	largeOnce.Do(func() {
+		largePrefix = uniqueName("bx")
+		o, planted := kubetest.LargeObjects(largePrefix, time.Now())
+		largePlanted = planted
+		t0 := time.Now()
+		largeErr = kubetest.Load(context.Background(), env.Clientset, o, 16)
+		tb.Logf("large fixture: %d objects loaded in %s", len(o.All()), time.Since(t0).Round(time.Millisecond))
+	})
+	if largeErr != nil {
+		tb.Fatalf("loading the large fixture: %v", largeErr)
 	}
-	tb.Logf("large fixture: %d objects loaded in %s", len(o.All()), time.Since(t0).Round(time.Millisecond))
-	return env, prefix, planted
+	return env, largePrefix, largePlanted
 }
 
 // TestIntegrationLargeCluster: the seed-000 cluster shape. The sweep must

