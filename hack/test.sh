@@ -21,7 +21,7 @@ pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null && log "PostgreSQL ready" || log 
 
 # 2. kube-apiserver + etcd testenv (built from the Go module proxy, cached in ~/.cache/k8s-testenv)
 log "testenv: installing if needed (first time ~10 min on 2 cores)"
-WITH_KCM=1 WITH_SCHEDULER=1 WITH_KWOK=1 hack/testenv.sh install
+WITH_KCM=1 WITH_SCHEDULER=1 WITH_KWOK=1 WITH_KUBECTL=1 hack/testenv.sh install
 TESTENV_DIR=$(mktemp -d /tmp/kubecrew-test.XXXXXX)
 cleanup() { hack/testenv.sh stop "$TESTENV_DIR" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
@@ -43,5 +43,9 @@ for m in pkg agents services/agent services/core; do
   (cd "$m" && go test -count=1 -timeout 12m ./...) || status=1
 done
 make --no-print-directory staticcheck || status=1
+
+# 6. manifests: render every overlay, server-side dry-run, RBAC asked of the real authorizer
+log "manifests check"
+hack/manifests-check.sh || status=1
 log "done in $(( $(date +%s) - t0 ))s (status $status)"
 exit $status
