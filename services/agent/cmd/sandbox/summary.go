@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// summary prints the incident's outcome in a few lines.
+func summary(out io.Writer, f *Fleet, o *Outcome, err error, started time.Time) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, "[kubecrew] "+format+"\n", args...) }
+	if err != nil {
+		p("the incident did NOT complete: %v", err)
+		p("the logs of every process are in the run directory; the fleet keeps running for a look")
+		return
+	}
+	p("done: alert → dispatched → %d findings → delegated to Sol → PR #%d (+%d/−%d) → %s by %s → merged",
+		len(o.Investigation.Findings), o.PR.Number, o.Plus, o.Minus, lastVerdict(o), lastReviewer(o))
+	p("alert to merge: %.1fs; start to merge: %.1fs", o.MergedAfter.Seconds(), time.Since(started).Seconds())
+	switch o.ReportStatus {
+	case http.StatusOK:
+		p("incident report (Noor's run, HTML): %s", o.ReportURL)
+	default:
+		p("incident report: %s (this agent build answers %d)", o.ReportURL, o.ReportStatus)
+	}
+}
+
+func lastVerdict(o *Outcome) string {
+	if len(o.Reviews) == 0 {
+		return "no review"
+	}
+	return o.Reviews[len(o.Reviews)-1].Verdict
+}
+
+func lastReviewer(o *Outcome) string {
+	if len(o.Reviews) == 0 {
+		return "nobody"
+	}
+	return o.Reviews[len(o.Reviews)-1].Reviewer
+}
+
+// tryIt prints example requests against the running fleet.
+func tryIt(out io.Writer, f *Fleet, o *Outcome, m mode) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, "[kubecrew] "+format+"\n", args...) }
+	fmt.Fprintln(out)
+	p("the fleet is running — core %s; noor %s, sol %s, vera %s, dax %s, ada %s",
+		f.Core, f.URL("noor"), f.URL("sol"), f.URL("vera"), f.URL("dax"), f.URL("ada"))
+	p("try:")
+	noor := f.URL("noor")
+	lines := []string{
+		fmt.Sprintf("curl -s %s/api/v1/agents | jq '.agents[] | {slug, status, model}'", f.Core),
+		fmt.Sprintf("curl -s %s/api/v1/alerts | jq .", f.Core),
+		fmt.Sprintf("curl -s %s/api/v1/investigations | jq .", f.Core),
+		fmt.Sprintf("curl -s %s/api/v1/audit | jq .", f.Core),
+		fmt.Sprintf("curl -s %s/info | jq '{agent, model, tools: [.tools[].name]}'", noor),
+		fmt.Sprintf("curl -s %s/run -d '{\"task\":\"Sweep namespace %s\",\"context\":{\"namespace\":\"%s\"}}' | jq '{status, verdict, findings: [.findings[] | .key]}'", noor, FixtureNamespace, FixtureNamespace),
+		fmt.Sprintf("curl -s %s/a2a/log | jq .", f.URL("sol")),
+	}
+	if m == modeReadOnly {
+		lines[5] = fmt.Sprintf("curl -s %s/run -d '{\"task\":\"Sweep the cluster\"}' | jq '{status, verdict, findings: [.findings[] | .key]}'", noor)
+	}
+	if o != nil && o.NoorRun.RunID != "" {
+		lines = append(lines,
+			fmt.Sprintf("curl -s %s/runs/%s | jq '{status, verdict, delegation}'", noor, o.NoorRun.RunID),
+			fmt.Sprintf("open %s/runs/%s/report   # the incident as a page", noor, o.NoorRun.RunID))
+	}
+	for _, l := range lines {
+		fmt.Fprintf(out, "    %s\n", l)
+	}
+	p("Ctrl-C stops everything this started")
+}
