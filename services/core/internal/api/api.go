@@ -81,6 +81,7 @@ func Routes(r chi.Router, d Deps) {
 	r.Get("/api/v1/alerts", s.decisions)
 	r.Get("/api/v1/investigations", s.investigations)
 	r.Get("/api/v1/investigations/{id}", s.investigation)
+	r.Get("/api/v1/investigations/{id}/report", s.investigationReport)
 	r.Get("/api/v1/findings", s.findings)
 	r.Get("/api/v1/audit", s.audit)
 }

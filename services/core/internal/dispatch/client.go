@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -127,6 +128,14 @@ func (c *Client) A2ALog(ctx context.Context, slug string, limit int) ([]json.Raw
 }
 
 // Health calls the agent's GET /health.
+// GetRun reads one run with its trace from an agent (GET /runs/{id}).
+func (c *Client) GetRun(ctx context.Context, slug, runID string) (json.RawMessage, error) {
+	if runID == "" || strings.ContainsAny(runID, "/?#") {
+		return nil, fmt.Errorf("invalid run id %q", runID)
+	}
+	return c.do(ctx, http.MethodGet, slug, "/runs/"+url.PathEscape(runID), nil)
+}
+
 func (c *Client) Health(ctx context.Context, slug string) error {
 	_, err := c.do(ctx, http.MethodGet, slug, "/health", nil)
 	return err
