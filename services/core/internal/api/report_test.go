@@ -22,7 +22,9 @@ type fakeAgents struct {
 	runs map[string]map[string]any // "slug/id" → GET /runs/{id} body
 }
 
-func (f fakeAgents) Info(context.Context, string) (json.RawMessage, error) { return nil, fmt.Errorf("no") }
+func (f fakeAgents) Info(context.Context, string) (json.RawMessage, error) {
+	return nil, fmt.Errorf("no")
+}
 func (f fakeAgents) A2ALog(context.Context, string, int) ([]json.RawMessage, error) {
 	return nil, fmt.Errorf("no")
 }
