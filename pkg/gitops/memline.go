@@ -166,7 +166,7 @@ func underLimits(line string, tok memToken, above []string) error {
 		}
 		return fmt.Errorf("the changed memory value is under %q, not limits", clip(t))
 	}
-	return fmt.Errorf("the diff's context does not show that the changed memory value is under limits:")
+	return errors.New("the diff's context does not show that the changed memory value is under limits")
 }
 
 // innermostOpenBrace returns the index of the last unclosed '{' in s, or -1.

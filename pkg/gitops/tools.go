@@ -52,8 +52,7 @@ func (s *Service) bumpTool() tools.Tool {
 			"Finds the workload's manifest, changes only that value (+1/−1 diff), and opens a PR on agent/fix/<finding_key>. "+
 			"Never touches the cluster. Calling it again for the same finding returns the open PR instead of opening another.",
 		true, func(ctx context.Context, a bumpArgs) (string, error) {
-			r, err := s.ProposeMemoryBump(ctx, BumpRequest{Namespace: a.Namespace, Kind: a.Kind, Name: a.Name, Container: a.Container,
-				Factor: a.Factor, FindingKey: a.FindingKey, Reason: a.Reason})
+			r, err := s.ProposeMemoryBump(ctx, BumpRequest(a))
 			if err != nil {
 				return "", err
 			}

@@ -215,7 +215,7 @@ func TestSchedulerRunsOneDueTaskPerTick(t *testing.T) {
 		t.Errorf("request = %+v", reqs[0])
 	}
 	// The run is bounded by the pulse timeout.
-	if want := c.now().Add(20 * time.Minute); !r.run.deadline.Equal(want) && r.run.deadline.Sub(time.Now()) > 21*time.Minute {
+	if want := c.now().Add(20 * time.Minute); !r.run.deadline.Equal(want) && time.Until(r.run.deadline) > 21*time.Minute {
 		t.Errorf("run deadline %s", r.run.deadline)
 	}
 	if v := testutil.ToFloat64(metric(t, r.reg, "kubecrew_pulse_ticks_total", "ran")); v != 5 {

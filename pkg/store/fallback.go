@@ -28,11 +28,6 @@ type snapshot struct {
 	pulseLocks  int
 }
 
-func (s snapshot) empty() bool {
-	return len(s.runs)+len(s.events)+len(s.findings)+len(s.pulse)+len(s.files)+len(s.a2a)+len(s.stamps)+
-		len(s.decisions)+len(s.invs)+s.alertStates+s.pulseLocks == 0
-}
-
 func (m *Memory) snapshot() snapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
