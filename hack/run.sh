@@ -1,58 +1,64 @@
 #!/usr/bin/env bash
-# run.sh — the fleet on this machine: five agents on :8001-8005 and the core
-# on :8080, in-memory store, deterministic mode unless LLM_BASE_URL is set,
-# peers wired by AGENT_PEERS. One Ctrl-C stops everything it started.
+# run.sh — `make run`: the whole kubecrew loop on this machine.
+#
+# With no KUBECONFIG: a throwaway Kubernetes API server (hack/testenv.sh: real etcd + kube-apiserver on
+# loopback; the first run builds them, ~10 min, cached in ~/.cache/k8s-testenv), six broken workloads
+# and a healthy one, a local GitOps repository, the core on :8080 and the five agents on :8001-8005,
+# then one real incident (OOMKill alert → core → Noor → Sol's PR → Vera's review → merge) printed as a
+# timeline. The fleet then stays up for curl; Ctrl-C stops everything this started.
+# With KUBECONFIG set: the fleet against that cluster, read-only (KUBECREW_ALLOW_ACTIONS=1 opts in).
+#
+#   hack/run.sh [-headless] [-core-port N] [-agent-port N] [-timeout D]   (see bin/sandbox -h)
+#
+# The work is done by services/agent/cmd/sandbox (built here into bin/sandbox); this script adds
+# a last-resort cleanup of anything it recorded in RUN/pids should the program itself be killed.
+# Env: KUBECREW_RUN_DIR (default: a new /tmp/kubecrew-run.*), KUBECREW_BIN (default bin/), LLM_BASE_URL (+ LLM_API_KEY,
+# AGENT_MODEL) for a model instead of the deterministic playbooks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-BIN=$ROOT/bin
-LOGDIR=${KUBECREW_LOG_DIR:-$(mktemp -d /tmp/kubecrew-run.XXXXXX)}
+BIN=${KUBECREW_BIN:-$ROOT/bin}
+GO=${GO:-go}
 log() { echo "[kubecrew] $*"; }
 
-personas=(noor sol vera dax ada)
-slugs=(platform-sre k8s-engineer code-reviewer cicd-engineer backend-architect)
-peers=""
-for i in "${!slugs[@]}"; do peers+="${peers:+,}${slugs[$i]}=http://127.0.0.1:$((8001+i))"; done
-
-pids=()
-stop_all() {
-  trap - INT TERM EXIT
-  log "stopping ${#pids[@]} processes"
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  log "stopped; logs kept in $LOGDIR"
-}
-trap stop_all INT TERM EXIT
-
-for i in "${!personas[@]}"; do
-  port=$((8001+i))
-  AGENT_PERSONA=${personas[$i]} LISTEN_ADDR=127.0.0.1:$port AGENT_PEERS=$peers \
-    "$BIN/agent" >"$LOGDIR/${personas[$i]}.log" 2>&1 &
-  pids+=($!)
+for b in agent core; do
+  [[ -x $BIN/$b ]] || { log "bin/$b missing: run \`make build\` (or \`make run\`, which builds first)"; exit 2; }
 done
-if [[ -x $BIN/core ]]; then
-  LISTEN_ADDR=127.0.0.1:8080 AGENT_PEERS=$peers ALERT_COOLDOWN=30m AGENT_CALL_TIMEOUT=600s \
-    "$BIN/core" >"$LOGDIR/core.log" 2>&1 &
-  pids+=($!)
-fi
+# The Makefile's build target may build it already; go build is a cache hit then.
+(cd services/agent && "$GO" build -trimpath -o "$BIN/sandbox" ./cmd/sandbox)
 
-wait_ready() { # url
-  for _ in $(seq 1 100); do curl -fsS -o /dev/null "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
-for i in "${!personas[@]}"; do
-  port=$((8001+i))
-  if wait_ready "http://127.0.0.1:$port/health"; then
-    log "${personas[$i]} (${slugs[$i]}) listening on http://127.0.0.1:$port"
-  else
-    log "${personas[$i]} did not start; its log:"; tail -5 "$LOGDIR/${personas[$i]}.log"; exit 1
+RUN=${KUBECREW_RUN_DIR:-$(mktemp -d /tmp/kubecrew-run.XXXXXX)}
+mkdir -p "$RUN"
+
+cleanup() {
+  # The program stops everything itself; this only catches what a SIGKILL of it would leave.
+  local left=()
+  if [[ -f $RUN/pids ]]; then
+    while read -r name pid; do
+      [[ -n ${pid:-} ]] && kill -0 "$pid" 2>/dev/null && left+=("$name:$pid")
+    done < "$RUN/pids"
   fi
+  [[ -d $RUN/cluster ]] && ls "$RUN"/cluster/*.pid >/dev/null 2>&1 && bash hack/testenv.sh stop "$RUN/cluster" || true
+  if [[ ${#left[@]} -gt 0 ]]; then
+    log "cleaning up processes left behind: ${left[*]}"
+    for np in "${left[@]}"; do kill -TERM -- "-${np#*:}" 2>/dev/null || kill -TERM "${np#*:}" 2>/dev/null || true; done
+    sleep 2
+    for np in "${left[@]}"; do kill -KILL -- "-${np#*:}" 2>/dev/null || kill -KILL "${np#*:}" 2>/dev/null || true; done
+  fi
+}
+trap cleanup EXIT
+
+# Ctrl-C in a terminal reaches bin/sandbox directly (same process group); it stops the fleet in
+# order and exits, then cleanup runs here. A SIGTERM sent to this script alone is passed on.
+"$BIN/sandbox" -bin "$BIN" -dir "$RUN" "$@" &
+spid=$!
+trap ':' INT
+trap 'kill -TERM "$spid" 2>/dev/null || true' TERM
+rc=0
+while :; do
+  wait "$spid" && rc=0 || rc=$?
+  kill -0 "$spid" 2>/dev/null || break
 done
-if [[ -x $BIN/core ]]; then
-  wait_ready http://127.0.0.1:8080/health && log "core listening on http://127.0.0.1:8080" || { log "core did not start:"; tail -5 "$LOGDIR/core.log"; exit 1; }
-fi
-log "logs: $LOGDIR"
-log "try: curl -s localhost:8001/info | head; curl -s localhost:8001/run -d '{\"task\":\"sweep the cluster\"}'"
-log "Ctrl-C stops everything"
-wait -n "${pids[@]}" || true
-log "a process exited"
+# a wait cut short by a trap returns >128; the program's own status is still there to collect
+if (( rc > 128 )); then wait "$spid" 2>/dev/null && rc=0 || rc=$?; fi
+exit $rc

@@ -54,11 +54,11 @@ func tryIt(out io.Writer, f *Fleet, o *Outcome, m mode) {
 		fmt.Sprintf("curl -s %s/api/v1/investigations | jq .", f.Core),
 		fmt.Sprintf("curl -s %s/api/v1/audit | jq .", f.Core),
 		fmt.Sprintf("curl -s %s/info | jq '{agent, model, tools: [.tools[].name]}'", noor),
-		fmt.Sprintf("curl -s %s/run -d '{\"task\":\"Sweep namespace %s\",\"context\":{\"namespace\":\"%s\"}}' | jq '{status, verdict, findings: [.findings[] | .key]}'", noor, FixtureNamespace, FixtureNamespace),
+		fmt.Sprintf("curl -s %s/run -H 'Content-Type: application/json' -d '{\"task\":\"Sweep namespace %s\",\"context\":{\"namespace\":\"%s\"}}' | jq '{status, verdict, findings: [.findings[] | .key]}'", noor, FixtureNamespace, FixtureNamespace),
 		fmt.Sprintf("curl -s %s/a2a/log | jq .", f.URL("sol")),
 	}
 	if m == modeReadOnly {
-		lines[5] = fmt.Sprintf("curl -s %s/run -d '{\"task\":\"Sweep the cluster\"}' | jq '{status, verdict, findings: [.findings[] | .key]}'", noor)
+		lines[5] = fmt.Sprintf("curl -s %s/run -H 'Content-Type: application/json' -d '{\"task\":\"Sweep the cluster\"}' | jq '{status, verdict, findings: [.findings[] | .key]}'", noor)
 	}
 	if o != nil && o.NoorRun.RunID != "" {
 		lines = append(lines,

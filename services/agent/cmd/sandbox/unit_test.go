@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
+)
+
+// Alertmanager's own fingerprints, from bodies it sent (shared samples).
+func TestFingerprintMatchesAlertmanager(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		labels map[string]string
+		want   string
+	}{
+		{map[string]string{"alertname": "KubePodCrashLooping", "namespace": "prod", "pod": "api-1", "severity": "critical"}, "9f5acf3bffd528ce"},
+		{map[string]string{"alertname": "KubePodCrashLooping", "namespace": "prod", "pod": "api-2", "severity": "critical"}, "9137173028220f71"},
+	}
+	for _, tt := range tests {
+		if got := Fingerprint(tt.labels); got != tt.want {
+			t.Errorf("Fingerprint(%v) = %s, want %s", tt.labels, got, tt.want)
+		}
+	}
+}
+
+// The alert body has the fields the core validates and Alertmanager sends.
+func TestOOMAlertShape(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	raw, err := json.Marshal(OOMAlert("kubecrew-fixtures", "oomkill", "oomkill-abc-123", at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Version string `json:"version"`
+		Status  string `json:"status"`
+		Alerts  []struct {
+			Status      string            `json:"status"`
+			Labels      map[string]string `json:"labels"`
+			StartsAt    time.Time         `json:"startsAt"`
+			EndsAt      string            `json:"endsAt"`
+			Fingerprint string            `json:"fingerprint"`
+		} `json:"alerts"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Version != "4" || m.Status != "firing" || len(m.Alerts) != 1 {
+		t.Fatalf("body = %s", raw)
+	}
+	a := m.Alerts[0]
+	want := map[string]string{"alertname": "KubePodOOMKilled", "namespace": "kubecrew-fixtures", "deployment": "oomkill",
+		"pod": "oomkill-abc-123", "container": "app", "severity": "critical"}
+	for k, v := range want {
+		if a.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, a.Labels[k], v)
+		}
+	}
+	if a.Status != "firing" || a.EndsAt != "0001-01-01T00:00:00Z" || !a.StartsAt.Equal(at) || a.Fingerprint != Fingerprint(a.Labels) {
+		t.Errorf("alert = %+v", a)
+	}
+}
+
+func TestChildEnv(t *testing.T) {
+	t.Parallel()
+	base := []string{"PATH=/usr/bin", "DATABASE_URL=postgres://x", "AGENT_TOOLS=k8s_rollout", "AUTH_TOKEN=s", "LLM_API_KEY=k",
+		"KUBECONFIG=/home/me/.kube/config", "PERSONA_DIR=/tmp/p", "ROUTES_FILE=/tmp/r.yaml"}
+	c := FleetConfig{Host: "127.0.0.1", Kubeconfig: "/run/kc", GitOpsRepo: "/run/gitops.git"}
+	tests := []struct {
+		name string
+		cfg  FleetConfig
+		m    Member
+		want []string // exact KEY=VALUE present
+		gone []string // keys absent
+	}{
+		{"noor in the sandbox", c, Member{"noor", "platform-sre", 8001},
+			[]string{"PATH=/usr/bin", "LLM_API_KEY=k", "AGENT_PERSONA=noor", "LISTEN_ADDR=127.0.0.1:8001", "KUBECONFIG=/run/kc",
+				"GITOPS_FORGE=local", "GITOPS_REPO=/run/gitops.git", "GITOPS_BRANCH=main", "PULSE_ENABLED=false", "AGENT_MODEL=none", "AGENT_PEERS=p"},
+			[]string{"DATABASE_URL", "AGENT_TOOLS", "AUTH_TOKEN", "PERSONA_DIR", "ROUTES_FILE"}},
+		{"sol read-only on the user's cluster", FleetConfig{Host: "127.0.0.1", Kubeconfig: "/home/me/.kube/config", ReadOnly: true},
+			Member{"sol", "k8s-engineer", 8002},
+			[]string{"AGENT_TOOLS=" + SolReadOnlyTools, "KUBECONFIG=/home/me/.kube/config"},
+			[]string{"GITOPS_FORGE", "GITOPS_REPO"}},
+		{"noor read-only keeps its own tools", FleetConfig{Host: "127.0.0.1", Kubeconfig: "/k", ReadOnly: true},
+			Member{"noor", "platform-sre", 8001}, nil, []string{"AGENT_TOOLS", "GITOPS_FORGE"}},
+		{"a model endpoint is passed through", FleetConfig{Host: "127.0.0.1", LLMBaseURL: "http://gw:4000/v1"},
+			Member{"vera", "code-reviewer", 8003}, []string{"LLM_BASE_URL=http://gw:4000/v1"}, []string{"AGENT_MODEL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := childEnv(base, AgentEnv(tt.cfg, tt.m, "p"))
+			for _, w := range tt.want {
+				if !slices.Contains(env, w) {
+					t.Errorf("missing %s in %v", w, env)
+				}
+			}
+			for _, g := range tt.gone {
+				for _, kv := range env {
+					if strings.HasPrefix(kv, g+"=") {
+						t.Errorf("%s must not be set: %v", g, env)
+					}
+				}
+			}
+			seen := map[string]bool{}
+			for _, kv := range env {
+				k, _, _ := strings.Cut(kv, "=")
+				if seen[k] {
+					t.Errorf("%s set twice: %v", k, env)
+				}
+				seen[k] = true
+			}
+		})
+	}
+	if !strings.Contains(SolReadOnlyTools, "k8s_get_resources") || strings.Contains(SolReadOnlyTools, "k8s_rollout") ||
+		strings.Contains(SolReadOnlyTools, "bump_workload_memory") {
+		t.Errorf("SolReadOnlyTools = %s", SolReadOnlyTools)
+	}
+}
+
+func TestCountChangedAndLimitLine(t *testing.T) {
+	t.Parallel()
+	diff := "--- a/x.yaml\n+++ b/x.yaml\n@@ -1,3 +1,3 @@\n limits:\n-  memory: 32Mi\n+  memory: 48Mi\n ---\n"
+	if p, m := countChanged(diff); p != 1 || m != 1 {
+		t.Errorf("countChanged = +%d/-%d, want +1/-1", p, m)
+	}
+	if got := limitLine("a: 1\n  memory: 48Mi\n", diff); got != "memory: 48Mi" {
+		t.Errorf("limitLine = %q", got)
+	}
+	if got := limitLine("  memory: 32Mi\n", diff); !strings.Contains(got, "NOT on main") {
+		t.Errorf("limitLine on an unmerged file = %q", got)
+	}
+}
+
+func TestTimelineOrdersSteps(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local)
+	tl := NewTimeline(&b, func() time.Time { return base.Add(time.Hour) })
+	tl.Add(base.Add(2*time.Second), []string{"detail"}, "second")
+	tl.Add(base.Add(time.Second), nil, "first")
+	tl.Add(base.Add(5*time.Second), nil, "later")
+	tl.Flush(base.Add(3 * time.Second))
+	want := "[12:00:01.000] first\n[12:00:02.000] second\n" + strings.Repeat(" ", 15) + "detail\n"
+	if b.String() != want {
+		t.Errorf("after Flush:\n%q\nwant\n%q", b.String(), want)
+	}
+	tl.FlushAll()
+	if !strings.HasSuffix(b.String(), "[12:00:05.000] later\n") {
+		t.Errorf("FlushAll did not print the rest: %q", b.String())
+	}
+}
+
+// The sandbox loads the repository's fixture manifest; it must parse.
+func TestFixtureManifestParses(t *testing.T) {
+	t.Parallel()
+	root, err := kubetest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps, err := kubetest.ReadManifests(filepath.Join(root, kubetest.FixtureManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deps) != len(kubetest.Fixtures) {
+		t.Errorf("%d Deployments, want %d", len(deps), len(kubetest.Fixtures))
+	}
+	if _, err := os.Stat(filepath.Join(root, "hack", "testenv.sh")); err != nil {
+		t.Errorf("hack/testenv.sh: %v", err)
+	}
+}
