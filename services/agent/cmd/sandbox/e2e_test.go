@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
@@ -245,75 +247,201 @@ func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {
 	}
 }
 
+// interactive is the sandbox binary running as `make run` runs it.
+type interactive struct {
+	cmd     *exec.Cmd
+	mu      sync.Mutex
+	out     bytes.Buffer
+	stderr  bytes.Buffer
+	done    chan error
+	running chan struct{}
+}
+
+func (r *interactive) stdout() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.String()
+}
+
+// startInteractive starts bin/sandbox and waits until the fleet is up.
+func startInteractive(t *testing.T, bin, runDir string, env []string) *interactive {
+	t.Helper()
+	root, err := kubetest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &interactive{done: make(chan error, 1), running: make(chan struct{})}
+	r.cmd = exec.Command(filepath.Join(bin, "sandbox"), "-bin", bin, "-dir", runDir, "-core-port", "0", "-agent-port", "0", "-timeout", "3m")
+	r.cmd.Dir = root
+	r.cmd.Env = env
+	r.cmd.Stderr = &r.stderr
+	stdout, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.cmd.Process.Kill() })
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		once := sync.Once{}
+		for sc.Scan() {
+			r.mu.Lock()
+			r.out.WriteString(sc.Text() + "\n")
+			r.mu.Unlock()
+			if strings.Contains(sc.Text(), "Ctrl-C stops everything") {
+				once.Do(func() { close(r.running) })
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		r.done <- r.cmd.Wait()
+	}()
+	select {
+	case <-r.running:
+	case err := <-r.done:
+		t.Fatalf("sandbox exited before the fleet was up: %v\nstdout:\n%s\nstderr:\n%s", err, r.stdout(), r.stderr.String())
+	case <-time.After(4 * time.Minute):
+		t.Fatalf("fleet not up after 4 minutes:\n%s", r.stdout())
+	}
+	return r
+}
+
+// interrupt sends Ctrl-C (SIGINT) and waits for a clean exit.
+func (r *interactive) interrupt(t *testing.T) {
+	t.Helper()
+	start := time.Now()
+	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Errorf("sandbox exit after Ctrl-C = %v, want 0\nstderr:\n%s", err, r.stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("sandbox still running 60s after Ctrl-C")
+	}
+	t.Logf("Ctrl-C to exit: %s", time.Since(start).Round(time.Millisecond))
+}
+
 // Ctrl-C (SIGINT) on the interactive sandbox stops every process it
 // started: agents, core, etcd and kube-apiserver.
 func TestCtrlCLeavesNothingBehind(t *testing.T) {
 	needTestenv(t)
 	bin := binaries(t)
-	root, err := kubetest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	runDir := t.TempDir()
-	cmd := exec.Command(filepath.Join(bin, "sandbox"), "-bin", bin, "-dir", runDir, "-core-port", "0", "-agent-port", "0", "-timeout", "3m")
-	cmd.Dir = root
-	cmd.Env = testEnviron()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	var out bytes.Buffer
-	running := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := sync.Once{}
-		for sc.Scan() {
-			out.WriteString(sc.Text() + "\n")
-			if strings.Contains(sc.Text(), "Ctrl-C stops everything") {
-				once.Do(func() { close(running) })
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		done <- cmd.Wait()
-	}()
-	select {
-	case <-running:
-	case err := <-done:
-		t.Fatalf("sandbox exited before the fleet was up: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), stderr.String())
-	case <-time.After(4 * time.Minute):
-		_ = cmd.Process.Kill()
-		t.Fatalf("fleet not up after 4 minutes:\n%s", out.String())
-	}
+	r := startInteractive(t, bin, runDir, testEnviron())
 	pids := readPIDs(t, runDir)
 	for _, want := range []string{"etcd", "kube-apiserver", "core", "noor", "sol", "vera", "dax", "ada"} {
 		if pid, ok := pids[want]; !ok || !alive(pid) {
 			t.Errorf("%s: pid %d recorded=%v alive=%v before Ctrl-C", want, pid, ok, ok && alive(pid))
 		}
 	}
-	if !strings.Contains(out.String(), "is merged into main") {
-		t.Errorf("the interactive run did not reach merged:\n%s", out.String())
+	if !strings.Contains(r.stdout(), "is merged into main") {
+		t.Errorf("the interactive run did not reach merged:\n%s", r.stdout())
 	}
-	start := time.Now()
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+	r.interrupt(t)
+	assertAllGone(t, runDir)
+}
+
+// With KUBECONFIG set the fleet runs on that cluster read-only: nothing is
+// loaded into it, no incident, Sol has neither k8s_rollout nor a GitOps
+// repository, and Ctrl-C stops the fleet but never the user's cluster.
+func TestReadOnlyOnUsersCluster(t *testing.T) {
+	needTestenv(t)
+	bin := binaries(t)
+	root, err := kubetest.RepoRoot()
+	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("sandbox exit after Ctrl-C = %v, want 0\nstderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("sandbox still running 60s after Ctrl-C")
+	ctx := context.Background()
+	users, err := StartSandbox(ctx, root, filepath.Join(t.TempDir(), "users-cluster"), TierAPI, io.Discard)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("Ctrl-C to exit: %s", time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() { users.Stop(io.Discard) })
+	runDir := t.TempDir()
+	r := startInteractive(t, bin, runDir, append(testEnviron(), "KUBECONFIG="+users.Kubeconfig))
+	out := r.stdout()
+	for _, want := range []string{"READ-ONLY", "no fixtures are loaded and no incident is driven"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("banner lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "core decided") || strings.Contains(out, "testenv:") {
+		t.Errorf("read-only mode started a cluster or drove an incident:\n%s", out)
+	}
+	sol := urlOf(t, out, "sol")
+	var info struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if code, err := getJSON(ctx, sol+"/info", &info); err != nil || code != 200 {
+		t.Fatalf("GET sol /info = %d %v", code, err)
+	}
+	var names []string
+	for _, tl := range info.Tools {
+		names = append(names, tl.Name)
+	}
+	for _, banned := range []string{"k8s_rollout", "bump_workload_memory"} {
+		if slicesContains(names, banned) {
+			t.Errorf("Sol has %s on a read-only cluster: %v", banned, names)
+		}
+	}
+	if !slicesContains(names, "k8s_get_resources") {
+		t.Errorf("Sol lost his read tools: %v", names)
+	}
+	var ready map[string]any
+	if _, err := getJSON(ctx, sol+"/ready", &ready); err != nil || !strings.HasPrefix(fmt.Sprint(ready["gitops"]), "not configured") {
+		t.Errorf("Sol's gitops = %v (%v), want not configured", ready["gitops"], err)
+	}
+	cs, err := Clientset(users.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, FixtureNamespace, metav1.GetOptions{}); err == nil {
+		t.Errorf("read-only mode created namespace %s on the user's cluster", FixtureNamespace)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, "gitops.git")); err == nil {
+		t.Errorf("read-only mode created a GitOps repository")
+	}
+	r.interrupt(t)
 	assertAllGone(t, runDir)
+	if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		t.Errorf("the user's cluster does not answer after the sandbox stopped: %v", err)
+	}
+}
+
+// urlOf finds persona's URL in the "fleet is running" line.
+func urlOf(t *testing.T, out, persona string) string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.Contains(l, "the fleet is running") {
+			continue
+		}
+		i := strings.Index(l, " "+persona+" http://")
+		if i < 0 {
+			break
+		}
+		u := l[i+len(persona)+2:]
+		if j := strings.IndexAny(u, ", "); j >= 0 {
+			u = u[:j]
+		}
+		return u
+	}
+	t.Fatalf("no URL for %s in:\n%s", persona, out)
+	return ""
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
 
 // assertAllGone: every process the sandbox recorded is gone, and no

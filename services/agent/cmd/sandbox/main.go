@@ -134,11 +134,10 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
 	}
-	if o.CorePort, o.AgentPort, err = choosePorts(o.CorePort, o.AgentPort); err != nil {
-		return err
-	}
-
 	m := modeOf(o)
+	if o.Headless && m == modeReadOnly {
+		return errors.New("-headless drives the demo incident, which needs the sandbox (unset KUBECONFIG) or, on your own cluster, KUBECREW_ALLOW_ACTIONS=1")
+	}
 	banner(out, o, m)
 
 	sup := NewSupervisor()
@@ -209,6 +208,11 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 		say("GitOps repository (local git, bare): %s holding %s", repo, inc.RepoPath)
 	}
 
+	// Free ports are chosen only now, once the cluster holds its own (its
+	// ports are random too), so the two cannot pick the same one.
+	if o.CorePort, o.AgentPort, err = choosePorts(o.CorePort, o.AgentPort); err != nil {
+		return err
+	}
 	say("starting the core and five agents (logs in %s)", logDir)
 	fleet, err := StartFleet(ctx, FleetConfig{
 		BinDir: o.BinDir, LogDir: logDir, Host: "127.0.0.1", CorePort: o.CorePort, AgentPort: o.AgentPort,
