@@ -119,6 +119,12 @@ func (s *Sandbox) Stop(out io.Writer) {
 	if s == nil {
 		return
 	}
+	// A throwaway cluster needs no graceful drain (etcd's data is deleted
+	// next): kill it at once instead of waiting out the API server's
+	// shutdown, then let the script clean up.
+	for _, pid := range s.PIDs() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 	cmd := exec.Command("bash", filepath.Join(s.root, "hack", "testenv.sh"), "stop", s.Dir)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(out, "  hack/testenv.sh stop: %v: %s\n", err, strings.TrimSpace(string(b)))

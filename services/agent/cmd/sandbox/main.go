@@ -146,11 +146,14 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 		say("stopping the fleet and the cluster")
 		stopCtx, cancel := context.WithCancel(force)
 		defer cancel()
+		t0 := time.Now()
 		sup.Stop(stopCtx, 10*time.Second)
+		t1 := time.Now()
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
-		say("stopped everything it started; logs kept in %s", logDir)
+		say("stopped everything it started (fleet %.1fs, cluster %.1fs); logs kept in %s",
+			t1.Sub(t0).Seconds(), time.Since(t1).Seconds(), logDir)
 	}()
 
 	kubeconfig := o.Kubeconfig
