@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -163,15 +164,44 @@ func runStreaming(cmd *exec.Cmd, out io.Writer, prefix string) error {
 		return err
 	}
 	pw.Close()
+	out = &lockedWriter{w: out}
 	done := make(chan struct{})
+	lines := make(chan struct{}, 1)
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			fmt.Fprintf(out, "%s%s\n", prefix, strings.TrimPrefix(sc.Text(), "[k8s-testenv] "))
+			select {
+			case lines <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	// A cold install is silent for minutes at a time (module downloads,
+	// the API server's compile): say it is still going.
+	start := time.Now()
+	stopBeat := make(chan struct{})
+	go func() {
+		t := time.NewTicker(30 * time.Second)
+		defer t.Stop()
+		quiet := false
+		for {
+			select {
+			case <-stopBeat:
+				return
+			case <-lines:
+				quiet = false
+			case <-t.C:
+				if quiet {
+					fmt.Fprintf(out, "%sstill working (%s so far)\n", prefix, time.Since(start).Round(time.Second))
+				}
+				quiet = true
+			}
 		}
 	}()
 	err = cmd.Wait()
+	close(stopBeat)
 	pr.Close()
 	<-done
 	return err
@@ -204,4 +234,16 @@ func LoadFixtures(ctx context.Context, cs kubernetes.Interface, ns string, now t
 		return fmt.Errorf("loading fixtures into %s: %w", ns, err)
 	}
 	return nil
+}
+
+// lockedWriter serialises writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -103,10 +103,17 @@ func Main(ctx, force context.Context, args []string, getenv func(string) string,
 	o.Root = root
 	if err := Run(ctx, force, o, stdout); err != nil {
 		fmt.Fprintf(stderr, "[kubecrew] %v\n", err)
+		if errors.Is(err, errInterrupted) {
+			return 130
+		}
 		return 1
 	}
 	return 0
 }
+
+// errInterrupted: Ctrl-C came before the fleet was up (or, headless,
+// before the incident ended).
+var errInterrupted = errors.New("interrupted")
 
 // errNotMerged is the headless failure: the incident did not end merged.
 var errNotMerged = errors.New("the incident did not reach \"merged\"")
@@ -143,7 +150,14 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 	sup := NewSupervisor()
 	var cleanups []func()
 	defer func() {
-		say("stopping the fleet and the cluster")
+		if ctx.Err() != nil && err != nil {
+			err = fmt.Errorf("%w (%v)", errInterrupted, err)
+		}
+		what := "the fleet"
+		if m == modeSandbox {
+			what += " and the sandbox cluster"
+		}
+		say("stopping %s", what)
 		stopCtx, cancel := context.WithCancel(force)
 		defer cancel()
 		t0 := time.Now()
@@ -152,7 +166,7 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
-		say("stopped everything it started (fleet %.1fs, cluster %.1fs); logs kept in %s",
+		say("stopped everything it started (fleet %.1fs, then %.1fs); logs kept in %s",
 			t1.Sub(t0).Seconds(), time.Since(t1).Seconds(), logDir)
 	}()
 
