@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,6 +37,27 @@ type Supervisor struct {
 // NewSupervisor returns an empty Supervisor.
 func NewSupervisor() *Supervisor { return &Supervisor{exited: make(chan *Proc, 16)} }
 
+// Pdeathsig fires when the OS thread that forked the child exits, not the
+// process (golang/go#27505), so every child is forked from one goroutine
+// locked to its thread for the life of the program.
+var forker = make(chan func())
+
+func init() {
+	go func() {
+		runtime.LockOSThread() // never unlocked: this thread lives as long as the process
+		for f := range forker {
+			f()
+		}
+	}()
+}
+
+// startLocked runs cmd.Start on the forker thread.
+func startLocked(cmd *exec.Cmd) error {
+	errc := make(chan error, 1)
+	forker <- func() { errc <- cmd.Start() }
+	return <-errc
+}
+
 // Start runs path with env (the whole environment), output to logPath.
 func (s *Supervisor) Start(name, path string, env []string, logPath string) (*Proc, error) {
 	s.mu.Lock()
@@ -53,7 +75,7 @@ func (s *Supervisor) Start(name, path string, env []string, logPath string) (*Pr
 	// Pdeathsig: if the sandbox itself is killed with SIGKILL the children
 	// still get SIGTERM from the kernel instead of lingering.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if err := cmd.Start(); err != nil {
+	if err := startLocked(cmd); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", name, path, err)
 	}
