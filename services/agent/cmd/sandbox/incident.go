@@ -271,7 +271,12 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 		return o, fmt.Errorf("opening the GitOps repository: %w", err)
 	}
 	branch := "agent/fix/" + del.Finding.Key
-	err = wait("Sol's pull request on "+branch, func() (bool, error) {
+	// Sol opens the PR inside his run, which has ended: a short grace for
+	// the forge's records, then his answer says why there is none.
+	prCtx, cancelPR := context.WithTimeoutCause(ctx, 10*time.Second, fmt.Errorf("no PR on %s although Sol's run %s ended (verdict %q)", branch, del.RunID, o.SolRun.Verdict))
+	defer cancelPR()
+	err = poll(prCtx, c.Poll, "Sol's pull request on "+branch, func() (bool, error) {
+		w.tick(prCtx)
 		prs, err := forge.ListPRs(ctx, "all")
 		if err != nil {
 			return false, err
@@ -295,7 +300,14 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 		displayName(o.PR.Author), o.PR.Number, o.PR.Title, o.PR.Branch, o.PR.Base, o.Plus, o.Minus)
 
 	// 5. Vera's review and the merge.
+	var veraDone time.Time
+	var vr RunView
 	err = wait(fmt.Sprintf("Vera's review and the merge of PR #%d", o.PR.Number), func() (bool, error) {
+		if o.VeraRunID != "" && veraDone.IsZero() {
+			if rv, err := getRun(ctx, f.URL("vera"), o.VeraRunID); err == nil && rv.Finished() {
+				veraDone, vr = time.Now(), rv
+			}
+		}
 		rs, err := forge.Reviews(ctx, o.PR.Number)
 		if err != nil {
 			return false, err
@@ -314,6 +326,9 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 			return true, nil
 		case "closed":
 			return false, fmt.Errorf("PR #%d was closed without merging", pr.Number)
+		}
+		if !veraDone.IsZero() && time.Since(veraDone) > 10*time.Second {
+			return false, fmt.Errorf("PR #%d is still %s although Vera's run %s ended (verdict %q): %s", pr.Number, pr.State, o.VeraRunID, vr.Verdict, short(vr.Answer, 300))
 		}
 		return false, nil
 	})
@@ -449,11 +464,4 @@ func timeOr(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
-}
-
-func errSuffix(e string) string {
-	if e == "" {
-		return ""
-	}
-	return ", error: " + e
 }
