@@ -132,7 +132,8 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 			return fmt.Errorf("%s/%s missing: run `make build` first (%w)", o.BinDir, b, err)
 		}
 	}
-	if o.RunDir == "" {
+	autoDir := o.RunDir == ""
+	if autoDir {
 		if o.RunDir, err = os.MkdirTemp("", "kubecrew-run."); err != nil {
 			return err
 		}
@@ -166,8 +167,13 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
-		say("stopped everything it started (fleet %.1fs, then %.1fs); logs kept in %s",
-			t1.Sub(t0).Seconds(), time.Since(t1).Seconds(), logDir)
+		kept := "logs kept in " + logDir
+		if o.Headless && autoDir && err == nil {
+			// a passing headless run (make test) leaves no litter; a failing one keeps its logs
+			_ = os.RemoveAll(o.RunDir)
+			kept = "run directory removed"
+		}
+		say("stopped everything it started (fleet %.1fs, then %.1fs); %s", t1.Sub(t0).Seconds(), time.Since(t1).Seconds(), kept)
 	}()
 
 	kubeconfig := o.Kubeconfig
