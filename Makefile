@@ -9,7 +9,7 @@ MODULES := pkg agents services/agent services/core
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/kubecrew/kubecrew/services/agent/internal/app.Version=$(VERSION)
 
-.PHONY: help build test run lint bench checkdeps vet fmt staticcheck clean
+.PHONY: help build test run e2e lint bench checkdeps vet fmt staticcheck clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -18,11 +18,15 @@ build: ## build the agent and core binaries into bin/
 	@mkdir -p $(BIN)
 	cd services/agent && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/agent .
 	cd services/core && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/core .
+	cd services/agent && $(GO) build -trimpath -o $(BIN)/sandbox ./cmd/sandbox
+
+e2e: build ## the whole loop headless on a sandbox API server; exits 0 only when the PR is merged
+	bin/sandbox -headless -core-port 0 -agent-port 0
 
 test: ## the whole suite: unit, Postgres, kube-apiserver, Alertmanager tiers (installs what it needs)
 	hack/test.sh
 
-run: build ## start the fleet locally (core :8080, agents :8001-8005) until Ctrl-C
+run: build ## sandbox cluster + the whole fleet + one OOMKill incident to a merged PR; stays up until Ctrl-C
 	hack/run.sh
 
 checkdeps: ## fail when shared dependencies differ between modules, or a module does not build alone

@@ -155,9 +155,12 @@ func TestRunRequestErrors(t *testing.T) {
 			}
 		})
 	}
-	code, _ := do(t, "POST", a.url+"/run", `{"task":"x"}`, "Content-Type", "text/plain")
-	if code != 415 {
-		t.Errorf("text/plain body = %d, want 415", code)
+	// curl -d sends a form content type; the JSON body is still accepted.
+	if code, body := do(t, "POST", a.url+"/run", `{"task":"x"}`, "Content-Type", "application/x-www-form-urlencoded"); code != 200 {
+		t.Errorf("curl-style body = %d %s, want 200", code, body)
+	}
+	if code, _ := do(t, "POST", a.url+"/run", `{"task":"x"}`, "Content-Type", "multipart/form-data; boundary=x"); code != 415 {
+		t.Errorf("multipart body = %d, want 415", code)
 	}
 	code, body := do(t, "GET", a.url+"/runs/nope", "")
 	if code != 404 || !strings.Contains(string(body), `"error"`) {

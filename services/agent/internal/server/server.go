@@ -137,8 +137,11 @@ func WriteError(w http.ResponseWriter, code int, msg string) {
 // trailing data rejected. It writes the 4xx answer itself and returns false
 // on failure.
 func DecodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		WriteError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q: send application/json", ct))
+	// The body is JSON whatever the Content-Type says: `curl -d` sends
+	// application/x-www-form-urlencoded, and refusing that would only get in
+	// a person's way. Multipart bodies are certainly not JSON.
+	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "multipart/") {
+		WriteError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("content type %q: send a JSON object", ct))
 		return false
 	}
 	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
