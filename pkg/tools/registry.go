@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sort"
 	"strings"
 )
@@ -120,6 +119,9 @@ func (s Set) ForMode(m Mode) (Set, []string) {
 	return kept, removed
 }
 
+// maxErrorChars bounds an error message shown to the model.
+const maxErrorChars = 2000
+
 // Outcome of one tool call, for metrics and the trace.
 const (
 	OutcomeOK      = "ok"
@@ -142,7 +144,6 @@ func (s Set) Call(ctx context.Context, name string, args json.RawMessage, maxCha
 		if p := recover(); p != nil {
 			out = fmt.Sprintf("ERROR: tool %s failed unexpectedly: %v", name, p)
 			outcome = OutcomePanic
-			_ = debug.Stack
 		}
 	}()
 	res, err := t.Run(ctx, args)
@@ -151,7 +152,9 @@ func (s Set) Call(ctx context.Context, name string, args json.RawMessage, maxCha
 		if errors.Is(err, ErrDenied) {
 			outcome = OutcomeDenied
 		}
-		return Truncate("ERROR: "+err.Error(), maxChars), outcome
+		// An error is shown whole up to maxErrorChars whatever the output
+		// budget: a cut error message helps nobody.
+		return Truncate("ERROR: "+err.Error(), maxErrorChars), outcome
 	}
 	return Truncate(res, maxChars), OutcomeOK
 }

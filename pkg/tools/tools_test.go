@@ -1,0 +1,115 @@
+package tools_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/kubecrew/kubecrew/pkg/tools"
+)
+
+type args struct {
+	N    int    `json:"n"`
+	Note string `json:"note,omitempty"`
+}
+
+func TestTruncateKeepsHeadAndTailOnRuneBoundaries(t *testing.T) {
+	s := strings.Repeat("é", 50) + strings.Repeat("x", 100) + strings.Repeat("ü", 50) // 200 runes, 300 bytes
+	out := tools.Truncate(s, 30)
+	if !utf8.ValidString(out) {
+		t.Fatal("cut inside a rune")
+	}
+	head, tail, ok := strings.Cut(out, "\n[... 170 characters truncated")
+	if !ok {
+		t.Fatalf("marker missing: %q", out)
+	}
+	if head != strings.Repeat("é", 20) {
+		t.Errorf("head = %q, want 20 runes (2/3)", head)
+	}
+	if !strings.HasSuffix(tail, "\n"+strings.Repeat("ü", 10)) {
+		t.Errorf("tail = %q, want the last 10 runes (1/3)", tail)
+	}
+	if tools.Truncate("short", 30) != "short" || tools.Truncate(s, 0) != s {
+		t.Error("text within the budget (or no budget) must be unchanged")
+	}
+}
+
+func TestCallNeverFails(t *testing.T) {
+	set, err := tools.NewRegistry(
+		tools.New("ok", "d", false, func(_ context.Context, a args) (string, error) { return strings.Repeat("y", a.N), nil }),
+		tools.New("boom", "d", false, func(context.Context, args) (string, error) { panic("nil map") }),
+		tools.New("fails", "d", false, func(context.Context, args) (string, error) { return "", errors.New("api said no") }),
+		tools.New("write", "d", true, func(ctx context.Context, _ args) (string, error) {
+			if err := tools.Check(ctx, "k8s.rollout.undo"); err != nil {
+				return "", err
+			}
+			return "done", nil
+		}),
+	).Resolve([]string{"ok", "boom", "fails", "write", "ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.Names(); strings.Join(got, ",") != "ok,boom,fails,write" {
+		t.Errorf("resolve kept %v (duplicates must go, order must stay)", got)
+	}
+	interactive := tools.WithMode(context.Background(), tools.ModeInteractive)
+	for _, tc := range []struct {
+		ctx             context.Context
+		name, args, out string
+		outcome         string
+	}{
+		{interactive, "ok", `{"n":3}`, "yyy", tools.OutcomeOK},
+		{interactive, "ok", `{"n":50}`, "yyyyyy\n[... 40 characters truncated", tools.OutcomeOK}, // budget 10: head 6, tail 4
+		{interactive, "ok", `{"n":"3"}`, "ERROR: invalid arguments", tools.OutcomeError},
+		{interactive, "ok", `{"n":3,"extra":1}`, `ERROR: invalid arguments: unknown field "extra"`, tools.OutcomeError},
+		{interactive, "ok", `{"n":3} {}`, "ERROR: invalid arguments: trailing data", tools.OutcomeError},
+		{interactive, "boom", `{}`, "ERROR: tool boom failed unexpectedly: nil map", tools.OutcomePanic},
+		{interactive, "fails", ``, "ERROR: api said no", tools.OutcomeError},
+		{interactive, "nope", `{}`, `ERROR: unknown tool "nope"; the tools you have are: ok, boom, fails, write`, tools.OutcomeUnknown},
+		{interactive, "write", `{}`, "done", tools.OutcomeOK},
+		// no mode in the context: autonomous, the gate fails closed
+		{context.Background(), "write", `{}`, "ERROR: denied by safety gate: k8s.rollout.undo", tools.OutcomeDenied},
+		{tools.WithMode(context.Background(), tools.ModeAutonomous), "write", `{}`, "ERROR: denied by safety gate", tools.OutcomeDenied},
+	} {
+		out, outcome := set.Call(tc.ctx, tc.name, []byte(tc.args), 10)
+		if !strings.HasPrefix(out, tc.out) || outcome != tc.outcome {
+			t.Errorf("Call(%s, %s) = %q, %s; want prefix %q, %s", tc.name, tc.args, out, outcome, tc.out, tc.outcome)
+		}
+	}
+}
+
+func TestResolveRefusesUnknownTools(t *testing.T) {
+	reg := tools.NewRegistry(tools.New("a", "d", false, func(context.Context, args) (string, error) { return "", nil }))
+	_, err := reg.Resolve([]string{"a", " kubectl "})
+	var ute *tools.UnknownToolError
+	if !errors.As(err, &ute) || ute.Name != "kubectl" || !strings.Contains(err.Error(), "known: a") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNameGate(t *testing.T) {
+	reg := tools.NewRegistry(
+		tools.New("k8s_get_events", "d", false, func(context.Context, args) (string, error) { return "", nil }),
+		tools.New("k8s_delete", "d", true, func(context.Context, args) (string, error) { return "", nil }),
+	)
+	set, _ := reg.Resolve(reg.Names())
+	kept, removed := set.ForMode(tools.ModeAutonomous)
+	if strings.Join(kept.Names(), ",") != "k8s_get_events" || strings.Join(removed, ",") != "k8s_delete" {
+		t.Errorf("autonomous kept %v removed %v", kept.Names(), removed)
+	}
+	if all, removed := set.ForMode(tools.ModeInteractive); len(all) != 2 || removed != nil {
+		t.Error("an interactive run keeps every tool")
+	}
+}
+
+func TestSchemaFromTheArgumentType(t *testing.T) {
+	tl := tools.New("ok", "d", false, func(context.Context, args) (string, error) { return "", nil })
+	s := string(tl.Parameters())
+	for _, want := range []string{`"n":{"type":"integer"}`, `"required":["n"]`, `"additionalProperties":false`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("schema %s lacks %s", s, want)
+		}
+	}
+}
