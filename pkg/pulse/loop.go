@@ -105,8 +105,10 @@ type Status struct {
 	TimeoutSeconds  float64 `json:"timeout_seconds"`
 	// Leader is this replica's last answer from the pulse lock (as of
 	// LeaderCheckedAt; null when it never asked).
-	Leader          bool         `json:"leader"`
-	Holder          string       `json:"holder"`
+	Leader bool   `json:"leader"`
+	Holder string `json:"holder"`
+	// Leadership is how leaders are chosen: "store lock" or "lease ns/name".
+	Leadership      string       `json:"leadership"`
 	LeaderCheckedAt *time.Time   `json:"leader_checked_at"`
 	LockTTL         string       `json:"lock_ttl"`
 	LockError       string       `json:"lock_error,omitempty"`
@@ -122,7 +124,7 @@ type Status struct {
 func (s *Scheduler) Status(ctx context.Context) Status {
 	now := s.o.Now().UTC()
 	st := Status{
-		Agent: s.o.Agent, Enabled: s.o.Enabled, Holder: s.o.Holder,
+		Agent: s.o.Agent, Enabled: s.o.Enabled, Holder: s.o.Holder, Leadership: s.Leadership(),
 		Interval: s.o.Interval.String(), IntervalSeconds: s.o.Interval.Seconds(),
 		Timeout: s.o.Timeout.String(), TimeoutSeconds: s.o.Timeout.Seconds(),
 		LockTTL: s.o.LockTTL.String(), Tasks: []TaskStatus{},

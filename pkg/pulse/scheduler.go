@@ -21,6 +21,18 @@ type Runner interface {
 	Run(ctx context.Context, req api.RunRequest) (api.RunResult, error)
 }
 
+// Leader decides whether this replica pulses: with several replicas only
+// the leader does (ARCHITECTURE §8). The default is the store's pulse lock;
+// in a cluster the agent uses a Lease (NewLease).
+type Leader interface {
+	// Lead reports whether this replica leads now. The store lock is
+	// taken or renewed here; a Lease answers from its elector.
+	Lead(ctx context.Context) (bool, error)
+	// Release gives leadership back (shutdown), so another replica takes
+	// over at once instead of after the lock's lifetime.
+	Release(ctx context.Context) error
+}
+
 // Reporter delivers reports (report.Deliverer).
 type Reporter interface {
 	Deliver(ctx context.Context, task string, r report.Report, o report.DeliverOptions) []report.Outcome
@@ -67,6 +79,9 @@ type Options struct {
 	Holder string
 	Tasks  []Task
 	Store  store.PulseStore
+	// Leader decides leadership; nil: the store's pulse lock
+	// (Store.TryPulseLock with LockTTL, renewed by the timer).
+	Leader Leader
 	Runner Runner
 	// Reporter posts reports; nil: none are posted.
 	Reporter Reporter
@@ -76,7 +91,8 @@ type Options struct {
 	// LockTTL is how long leadership lasts without renewal (default
 	// DefaultLockTTL). The timer renews it every RenewEvery (default a
 	// third of it) while it runs, through runs and sleeps, so a dead
-	// leader is replaced within about LockTTL.
+	// leader is replaced within about LockTTL. With a Leader, the timer
+	// asks it every RenewEvery instead (GET /pulse's leader stays fresh).
 	LockTTL    time.Duration
 	RenewEvery time.Duration
 	// FailedRetry: see NextDue (default DefaultFailedRetry; negative: off).
@@ -97,12 +113,13 @@ type Options struct {
 
 // Scheduler is the pulse: one serial loop running at most one due task per
 // tick. Every way in (the timer, POST /pulse) goes through one gate, so a
-// tick never overlaps a running task, and through the store's pulse lock,
-// so with several replicas only the leader pulses.
+// tick never overlaps a running task, and through the Leader (the store's
+// pulse lock, or a Lease), so with several replicas only the leader pulses.
 type Scheduler struct {
-	o   Options
-	log *zap.Logger
-	m   *Metrics
+	o     Options
+	log   *zap.Logger
+	m     *Metrics
+	elect Leader
 
 	gate sync.Mutex // held while a tick selects and runs a task
 
@@ -194,8 +211,32 @@ func New(o Options) (*Scheduler, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
-	return &Scheduler{o: o, log: o.Log, m: o.Metrics}, nil
+	leader := o.Leader
+	if leader == nil {
+		leader = &storeLock{st: o.Store, agent: o.Agent, holder: o.Holder, ttl: o.LockTTL}
+	}
+	return &Scheduler{o: o, log: o.Log, m: o.Metrics, elect: leader}, nil
 }
+
+// storeLock is the default Leader: the store's pulse lock (a row with a
+// holder and an expiry, or the memory store's map).
+type storeLock struct {
+	st     store.PulseStore
+	agent  string
+	holder string
+	ttl    time.Duration
+}
+
+func (l *storeLock) Lead(ctx context.Context) (bool, error) {
+	return l.st.TryPulseLock(ctx, l.agent, l.holder, l.ttl)
+}
+
+func (l *storeLock) Release(ctx context.Context) error {
+	_, err := l.st.TryPulseLock(ctx, l.agent, l.holder, 0)
+	return err
+}
+
+func (l *storeLock) String() string { return "store lock" }
 
 // Interval is the sleep between ticks.
 func (s *Scheduler) Interval() time.Duration { return s.o.Interval }
@@ -297,9 +338,18 @@ func (s *Scheduler) tick(ctx context.Context, trigger string, pick picker) (res 
 // reports whether this replica leads.
 func (s *Scheduler) Renew(ctx context.Context) (bool, error) { return s.lock(ctx) }
 
-// lock takes or renews the pulse lock and remembers the answer.
+// Leadership names the Leader (GET /pulse): "store lock", "lease ns/name".
+func (s *Scheduler) Leadership() string {
+	if d, ok := s.elect.(fmt.Stringer); ok {
+		return d.String()
+	}
+	return fmt.Sprintf("%T", s.elect)
+}
+
+// lock asks the Leader (taking or renewing the store lock) and remembers
+// the answer.
 func (s *Scheduler) lock(ctx context.Context) (bool, error) {
-	ok, err := s.o.Store.TryPulseLock(ctx, s.o.Agent, s.o.Holder, s.o.LockTTL)
+	ok, err := s.elect.Lead(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	was := s.leader
@@ -322,10 +372,10 @@ func (s *Scheduler) lock(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
-// Release gives the pulse lock back (shutdown), so another replica takes
-// over at its next tick instead of after the TTL.
+// Release gives leadership back (shutdown), so another replica takes over
+// at its next tick instead of after the TTL.
 func (s *Scheduler) Release(ctx context.Context) error {
-	_, err := s.o.Store.TryPulseLock(ctx, s.o.Agent, s.o.Holder, 0)
+	err := s.elect.Release(ctx)
 	s.mu.Lock()
 	s.leader = false
 	s.mu.Unlock()
