@@ -224,6 +224,15 @@ func TestAsyncRunAndTrace(t *testing.T) {
 	if len(view.Trace) == 0 || view.Trace[0].Type != "run_start" || view.Trace[len(view.Trace)-1].Type != "run_finish" {
 		t.Errorf("trace = %+v", view.Trace)
 	}
+	// The same trace as JSONL, and as a page a person reads.
+	_, tb := do(t, "GET", a.url+"/runs/"+acc.RunID+"/trace", "")
+	if n := strings.Count(string(tb), "\n"); n != len(view.Trace) {
+		t.Errorf("JSONL trace has %d lines, the run view %d events", n, len(view.Trace))
+	}
+	code, page := do(t, "GET", a.url+"/runs/"+acc.RunID+"/report", "")
+	if code != 200 || !strings.Contains(string(page), "Timeline (") || !strings.Contains(string(page), "shop/Deployment/cart") {
+		t.Errorf("report page = %d\n%.300s", code, page)
+	}
 	// The prompt carried the context value.
 	if sys := srv.Requests()[0].Request.Messages[0].Content; !strings.Contains(sys, "- namespace: shop") {
 		t.Errorf("system prompt lacks the context")

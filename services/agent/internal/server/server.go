@@ -257,38 +257,42 @@ func ResultOf(rec store.Run) api.RunResult {
 	}
 }
 
-func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+// loadRun reads the run named in the URL and its trace, answering 404/500
+// itself when it cannot.
+func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) (store.Run, []store.Event, bool) {
 	id := chi.URLParam(r, "id")
 	rec, err := s.d.Store.GetRun(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		WriteError(w, http.StatusNotFound, fmt.Sprintf("no run %q", id))
-		return
+		return rec, nil, false
 	}
 	if err != nil {
 		WriteError(w, http.StatusInternalServerError, "reading run: "+err.Error())
-		return
+		return rec, nil, false
 	}
 	evs, err := s.d.Store.Events(r.Context(), id)
 	if err != nil {
 		WriteError(w, http.StatusInternalServerError, "reading trace: "+err.Error())
-		return
+		return rec, nil, false
 	}
 	if evs == nil {
 		evs = []store.Event{}
+	}
+	return rec, evs, true
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	rec, evs, ok := s.loadRun(w, r)
+	if !ok {
+		return
 	}
 	WriteJSON(w, http.StatusOK, RunView{RunResult: ResultOf(rec), Task: rec.Task, Context: rec.Context,
 		Caller: rec.Caller, SocialDepth: rec.SocialDepth, DiscussionID: rec.DiscussionID, Trace: evs})
 }
 
 func (s *Server) getTrace(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	if _, err := s.d.Store.GetRun(r.Context(), id); errors.Is(err, store.ErrNotFound) {
-		WriteError(w, http.StatusNotFound, fmt.Sprintf("no run %q", id))
-		return
-	}
-	evs, err := s.d.Store.Events(r.Context(), id)
-	if err != nil {
-		WriteError(w, http.StatusInternalServerError, "reading trace: "+err.Error())
+	_, evs, ok := s.loadRun(w, r)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
