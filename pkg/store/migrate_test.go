@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"context"
+	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 	"os"
 	"os/exec"
 	"sync"
@@ -33,7 +34,7 @@ func TestMigrateHelperProcess(t *testing.T) {
 
 func TestTwoProcessesMigrateOneEmptyDatabase(t *testing.T) {
 	t.Parallel()
-	u := testSchema(t)
+	u := pgtest.Schema(t, "kc")
 	type child struct {
 		cmd   *exec.Cmd
 		stdin interface{ Close() error }
@@ -72,7 +73,7 @@ func TestTwoProcessesMigrateOneEmptyDatabase(t *testing.T) {
 
 func TestConcurrentOpenInOneProcess(t *testing.T) {
 	t.Parallel()
-	u := testSchema(t)
+	u := pgtest.Schema(t, "kc")
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 	"io"
 	"net"
 	"net/url"
@@ -34,9 +35,9 @@ func TestSwitchMemoryContract(t *testing.T) {
 
 func TestSwitchPostgresContract(t *testing.T) {
 	t.Parallel()
-	needPostgres(t)
+	pgtest.Need(t)
 	runContract(t, func(t *testing.T, now func() time.Time) fullStore {
-		s, err := Open(context.Background(), testSchema(t), zaptest.NewLogger(t), WithClock(now), withRetryTicks(make(chan time.Time)))
+		s, err := Open(context.Background(), pgtest.Schema(t, "kc"), zaptest.NewLogger(t), WithClock(now), withRetryTicks(make(chan time.Time)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +120,7 @@ func direct(t *testing.T, u string) *Postgres {
 
 func TestSwitchFallsOpenAndComesBack(t *testing.T) {
 	t.Parallel()
-	u := testSchema(t)
+	u := pgtest.Schema(t, "kc")
 	pu, _ := url.Parse(u)
 	proxy := newProxy(t, pu.Host)
 	proxy.Close()

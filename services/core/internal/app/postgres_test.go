@@ -2,17 +2,13 @@ package app_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
+	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 	"net/http"
-	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
@@ -22,54 +18,9 @@ import (
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
 )
 
-const defaultTestDB = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-
 // pgSchema returns a DATABASE_URL on a fresh schema (dropped at cleanup).
 // Without Postgres it skips, or fails when CI=true.
-func pgSchema(t testing.TB) string {
-	t.Helper()
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
-		base = defaultTestDB
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Postgres at TEST_DATABASE_URL is required in CI: %v", err)
-		}
-		t.Skipf("Postgres unavailable (set TEST_DATABASE_URL; default %s): %v", defaultTestDB, err)
-	}
-	defer conn.Close(context.Background())
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "core_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+func pgSchema(t testing.TB) string { return pgtest.Schema(t, "core") }
 
 func openPG(t testing.TB, dsn string) *store.Postgres {
 	t.Helper()
