@@ -207,16 +207,12 @@ func (l *Lease) Run(ctx context.Context) error {
 	return nil
 }
 
-// Lead reports whether this replica holds the Lease. Before Run it is an
-// error (the election is not running, so nobody here could lead); after
-// Release it is false.
+// Lead reports whether this replica holds the Lease: false before Run has
+// won it and after Release.
 func (l *Lease) Lead(context.Context) (bool, error) {
 	l.mu.Lock()
-	started, r := l.started, l.round
+	r := l.round
 	l.mu.Unlock()
-	if !started {
-		return false, fmt.Errorf("%s: the election is not running", l)
-	}
 	if r == nil || r.el == nil {
 		return false, nil
 	}
