@@ -22,16 +22,19 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 )
 
-// Cluster tiers of hack/testenv.sh.
+// Cluster tiers of hack/testenv.sh (KUBECREW_SANDBOX_TIER picks one, see
+// ParseTier).
 //
-// The sandbox uses TierAPI, etcd + kube-apiserver alone: objects stay
-// exactly as written, which the static fixtures need. TierSim (adds
-// kube-controller-manager, kube-scheduler and kwok) was tried and does not
-// fit: the Deployment controller rewrites the fixture Deployments' status
-// the moment they are created (loading fails with "the object has been
-// modified"), would roll new ReplicaSets for them, and the node lifecycle
-// controller taints and evicts pods on the fixture node, which has no
-// kubelet behind it.
+// TierAPI ("plain") is etcd + kube-apiserver alone: objects stay exactly as
+// written, which the static fixtures (kubetest.BrokenObjects) need; no
+// controller may run there (the Deployment controller would rewrite the
+// fixture statuses at once).
+//
+// TierSim adds kube-controller-manager, kube-scheduler and kwok: the
+// sandbox creates fake nodes and only the fixture Deployments (with sim/*
+// pod labels, ApplySimFixtures); real controllers make ReplicaSets and pods,
+// the scheduler binds them (or reports the unschedulable one) and kwok plays
+// each pod's failure from the Stages in hack/kwok-stages.yaml.
 const (
 	TierAPI = "api"
 	TierSim = "sim"

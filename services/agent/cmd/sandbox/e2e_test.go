@@ -74,12 +74,27 @@ func binaries(t *testing.T) string {
 	return binDir
 }
 
+// testTier is the sandbox tier under test: KUBECREW_SANDBOX_TIER, as
+// `make run` reads it.
+func testTier(t *testing.T) string {
+	t.Helper()
+	tier, err := ParseTier(os.Getenv(TierEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tier
+}
+
 func needTestenv(t *testing.T) {
 	t.Helper()
-	if TestenvInstalled(os.Getenv, TierAPI) {
+	tier := testTier(t)
+	if TestenvInstalled(os.Getenv, tier) {
 		return
 	}
-	msg := "sandbox end-to-end test skipped: the API server binaries are not installed; run `hack/testenv.sh install` (~10 min first time)"
+	msg := "sandbox end-to-end test skipped: the " + tier + " tier's binaries are not installed; run `hack/testenv.sh install` (~10 min first time)"
+	if tier == TierSim {
+		msg += " with WITH_KCM=1 WITH_SCHEDULER=1 WITH_KWOK=1"
+	}
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + " (CI=true: failing instead of skipping)")
 	}
@@ -117,7 +132,7 @@ func TestHeadlessIncidentReachesMerged(t *testing.T) {
 	checked := false
 	o := Options{
 		Root: root, BinDir: bin, RunDir: runDir, Headless: true, CorePort: 0, AgentPort: 0,
-		Timeout: 3 * time.Minute, Environ: testEnviron(),
+		Timeout: 3 * time.Minute, Environ: testEnviron(), Tier: testTier(t),
 		AfterIncident: func(f *Fleet, oc *Outcome, ierr error) {
 			checked = true
 			if ierr != nil {

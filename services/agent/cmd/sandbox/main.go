@@ -66,8 +66,10 @@ type Options struct {
 	// Kubeconfig of the user's cluster; "" = start a sandbox.
 	Kubeconfig   string
 	AllowActions bool
-	LLMBaseURL   string
-	Environ      []string
+	// Tier of the sandbox cluster (TierSim, TierAPI); "" = DefaultTier.
+	Tier       string
+	LLMBaseURL string
+	Environ    []string
 	// AfterIncident, when set, is called with the running fleet once the
 	// incident has run (tests look at the live agents before the stop).
 	AfterIncident func(f *Fleet, o *Outcome, err error)
@@ -95,6 +97,12 @@ func Main(ctx, force context.Context, args []string, getenv func(string) string,
 	o.Kubeconfig = strings.TrimSpace(getenv("KUBECONFIG"))
 	o.AllowActions = getenv("KUBECREW_ALLOW_ACTIONS") == "1"
 	o.LLMBaseURL = strings.TrimSpace(getenv("LLM_BASE_URL"))
+	tier, err := ParseTier(getenv(TierEnv))
+	if err != nil {
+		fmt.Fprintf(stderr, "sandbox: %v\n", err)
+		return 2
+	}
+	o.Tier = tier
 	root, err := kubetest.RepoRoot()
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox: %v\n", err)
@@ -141,6 +149,9 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 	logDir := filepath.Join(o.RunDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return err
+	}
+	if o.Tier == "" {
+		o.Tier = DefaultTier
 	}
 	m := modeOf(o)
 	if o.Headless && m == modeReadOnly {
@@ -195,10 +206,17 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 			return err
 		}
 		t0 := time.Now()
-		if err := LoadFixtures(ctx, cs, FixtureNamespace, time.Now()); err != nil {
-			return err
+		if o.Tier == TierSim {
+			if err := ApplySimFixtures(ctx, cs, o.Root, FixtureNamespace, out); err != nil {
+				return err
+			}
+			say("the six broken workloads and a healthy one run in namespace %s (%d ms)", FixtureNamespace, time.Since(t0).Milliseconds())
+		} else {
+			if err := LoadFixtures(ctx, cs, FixtureNamespace, time.Now()); err != nil {
+				return err
+			}
+			say("loaded the six broken workloads and a healthy one into namespace %s (%d ms)", FixtureNamespace, time.Since(t0).Milliseconds())
 		}
-		say("loaded the six broken workloads and a healthy one into namespace %s (%d ms)", FixtureNamespace, time.Since(t0).Milliseconds())
 		inc.Clientset = cs
 	case modeActions:
 		cs, err := Clientset(kubeconfig)
@@ -302,7 +320,13 @@ func banner(out io.Writer, o Options, m mode) {
 	p("kubecrew — a fleet of Kubernetes SRE agents: Noor detects, Sol fixes, Vera reviews")
 	switch m {
 	case modeSandbox:
-		p("cluster: a throwaway sandbox (real etcd + kube-apiserver on loopback, hack/testenv.sh); nothing outside this machine is touched")
+		if o.Tier == TierSim {
+			p("cluster: a throwaway sandbox (real etcd, kube-apiserver, controller-manager, scheduler and kwok fake nodes on loopback,")
+			p("         hack/testenv.sh); nothing outside this machine is touched (%s=plain: API server and static fixtures only)", TierEnv)
+		} else {
+			p("cluster: a throwaway sandbox (real etcd + kube-apiserver on loopback, hack/testenv.sh, static fixtures); nothing outside")
+			p("         this machine is touched")
+		}
 		p("         (set KUBECONFIG to run the fleet against your own cluster instead, read-only)")
 	case modeReadOnly:
 		p("cluster: YOUR cluster from KUBECONFIG=%s — READ-ONLY", o.Kubeconfig)
@@ -326,13 +350,17 @@ func banner(out io.Writer, o Options, m mode) {
 // startSandbox installs (first time) and starts the API server.
 func startSandbox(ctx context.Context, o Options, out io.Writer) (*Sandbox, error) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, "[kubecrew] "+format+"\n", args...) }
-	if !TestenvInstalled(os.Getenv, TierAPI) {
-		p("first run on this machine: building etcd and kube-apiserver from source with Go.")
+	if !TestenvInstalled(os.Getenv, o.Tier) {
+		what := "etcd and kube-apiserver"
+		if o.Tier == TierSim {
+			what = "etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok"
+		}
+		p("first run on this machine: building %s from source with Go.", what)
 		p("this takes about 10 minutes on 2 cores (the API server build is the slow part); the binaries are cached in")
 		p("%s, so later runs start in seconds. Progress:", filepath.Dir(testenvBin(os.Getenv)))
 	}
 	t0 := time.Now()
-	if err := InstallTestenv(ctx, o.Root, TierAPI, out); err != nil {
+	if err := InstallTestenv(ctx, o.Root, o.Tier, out); err != nil {
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
 		}
@@ -342,7 +370,7 @@ func startSandbox(ctx context.Context, o Options, out io.Writer) (*Sandbox, erro
 		p("API server binaries built in %s", d.Round(time.Second))
 	}
 	p("starting the sandbox API server")
-	sb, err := StartSandbox(ctx, o.Root, filepath.Join(o.RunDir, "cluster"), TierAPI, out)
+	sb, err := StartSandbox(ctx, o.Root, filepath.Join(o.RunDir, "cluster"), o.Tier, out)
 	if err != nil {
 		return sb, err
 	}

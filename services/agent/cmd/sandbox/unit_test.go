@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 )
 
@@ -173,5 +174,74 @@ func TestFixtureManifestParses(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "hack", "testenv.sh")); err != nil {
 		t.Errorf("hack/testenv.sh: %v", err)
+	}
+}
+
+func TestParseTier(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in, want string
+		err      bool
+	}{
+		{"", DefaultTier, false},
+		{"sim", TierSim, false},
+		{" SIM ", TierSim, false},
+		{"plain", TierAPI, false},
+		{"api", TierAPI, false},
+		{"kind", "", true},
+	} {
+		got, err := ParseTier(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseTier(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// Every broken fixture but unschedulable has a sim label, and each label
+// selects a Stage in hack/kwok-stages.yaml.
+func TestSimLabelsHaveStages(t *testing.T) {
+	t.Parallel()
+	root, err := kubetest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages, err := os.ReadFile(filepath.Join(root, "hack", "kwok-stages.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fx := range kubetest.Fixtures {
+		l, ok := SimLabels[fx.Name]
+		if want := fx.Reason != "" && fx.Name != "unschedulable"; ok != want {
+			t.Errorf("%s: has sim label %v, want %v", fx.Name, ok, want)
+			continue
+		}
+		if ok && !strings.Contains(string(stages), `.metadata.labels["`+l+`"]`) {
+			t.Errorf("%s: no Stage in hack/kwok-stages.yaml selects label %s", fx.Name, l)
+		}
+	}
+}
+
+func TestSimMissing(t *testing.T) {
+	t.Parallel()
+	var all []kube.Problem
+	for _, fx := range kubetest.Fixtures {
+		if fx.Reason != "" {
+			all = append(all, kube.Problem{Kind: "Deployment", Name: fx.Name, Reason: fx.Reason})
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		problems []kube.Problem
+		want     string
+	}{
+		{"all six", all, ""},
+		{"none yet", nil, "configerror CreateContainerConfigError,crashloop CrashLoopBackOff,imagepull ImagePullBackOff,notready ProbeFailure,unschedulable Unschedulable,oomkill OOMKilled"},
+		{"healthy not ready yet", append(append([]kube.Problem(nil), all...), kube.Problem{Kind: "Deployment", Name: "healthy", Reason: "ReplicasUnavailable"}), "healthy: reported ReplicasUnavailable"},
+		{"wrong reason", append(append([]kube.Problem(nil), all[1:]...), kube.Problem{Kind: "Deployment", Name: "configerror", Reason: "ReplicasUnavailable"}), "configerror CreateContainerConfigError"},
+		{"pod, not deployment", append(append([]kube.Problem(nil), all[1:]...), kube.Problem{Kind: "Pod", Name: "configerror", Reason: "CreateContainerConfigError"}), "configerror CreateContainerConfigError"},
+	} {
+		if got := strings.Join(SimMissing(tc.problems), ","); got != tc.want {
+			t.Errorf("%s: SimMissing = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
