@@ -17,10 +17,13 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 	"github.com/kubecrew/kubecrew/pkg/pulse"
+	"github.com/kubecrew/kubecrew/pkg/pulse/lease"
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+var _ pulse.Leader = (*lease.Lease)(nil)
 
 // Short timings so takeovers happen within a second or two.
 const (
@@ -31,32 +34,32 @@ const (
 
 func TestNewLeaseRejectsBadOptions(t *testing.T) {
 	t.Parallel()
-	good := pulse.LeaseOptions{Client: fake.NewClientset(), Namespace: "kubecrew", Name: pulse.LeaseName("platform-sre"), Identity: "agent-platform-sre-abc"}
-	if l, err := pulse.NewLease(good); err != nil {
+	good := lease.Options{Client: fake.NewClientset(), Namespace: "kubecrew", Name: lease.Name("platform-sre"), Identity: "agent-platform-sre-abc"}
+	if l, err := lease.New(good); err != nil {
 		t.Fatal(err)
 	} else if got := l.String(); got != "lease kubecrew/kubecrew-pulse-platform-sre" {
 		t.Errorf("String() = %q", got)
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(*pulse.LeaseOptions)
+		edit func(*lease.Options)
 		want string
 	}{
-		{"no client", func(o *pulse.LeaseOptions) { o.Client = nil }, "kube client"},
-		{"no identity", func(o *pulse.LeaseOptions) { o.Identity = "" }, "identity"},
-		{"no namespace", func(o *pulse.LeaseOptions) { o.Namespace = "" }, "namespace"},
-		{"bad namespace", func(o *pulse.LeaseOptions) { o.Namespace = "Kube_Crew" }, "namespace"},
-		{"bad name", func(o *pulse.LeaseOptions) { o.Name = "kubecrew pulse" }, "name"},
-		{"renew deadline not under the lease", func(o *pulse.LeaseOptions) { o.RenewDeadline = 40 * time.Second }, "renewDeadline"},
-		{"retry period not under the deadline", func(o *pulse.LeaseOptions) { o.RetryPeriod = 19 * time.Second }, "retryPeriod"},
-		{"fractional lease", func(o *pulse.LeaseOptions) {
+		{"no client", func(o *lease.Options) { o.Client = nil }, "kube client"},
+		{"no identity", func(o *lease.Options) { o.Identity = "" }, "identity"},
+		{"no namespace", func(o *lease.Options) { o.Namespace = "" }, "namespace"},
+		{"bad namespace", func(o *lease.Options) { o.Namespace = "Kube_Crew" }, "namespace"},
+		{"bad name", func(o *lease.Options) { o.Name = "kubecrew pulse" }, "name"},
+		{"renew deadline not under the lease", func(o *lease.Options) { o.RenewDeadline = 40 * time.Second }, "renewDeadline"},
+		{"retry period not under the deadline", func(o *lease.Options) { o.RetryPeriod = 19 * time.Second }, "retryPeriod"},
+		{"fractional lease", func(o *lease.Options) {
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 1500*time.Millisecond, time.Second, 100*time.Millisecond
 		}, "whole seconds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good
 			tc.edit(&o)
-			_, err := pulse.NewLease(o)
+			_, err := lease.New(o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want one mentioning %q", err, tc.want)
 			}
@@ -66,7 +69,7 @@ func TestNewLeaseRejectsBadOptions(t *testing.T) {
 
 func TestLeaseWithoutRunNeverLeads(t *testing.T) {
 	t.Parallel()
-	l, err := pulse.NewLease(pulse.LeaseOptions{Client: fake.NewClientset(), Namespace: "kubecrew", Name: "x", Identity: "a"})
+	l, err := lease.New(lease.Options{Client: fake.NewClientset(), Namespace: "kubecrew", Name: "x", Identity: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +87,7 @@ func TestLeaseWithoutRunNeverLeads(t *testing.T) {
 // candidate is one replica's Lease, running until stopped.
 type candidate struct {
 	id     string
-	lease  *pulse.Lease
+	lease  *lease.Lease
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -106,7 +109,7 @@ func newLeaseName(t *testing.T, cs kubernetes.Interface) string {
 	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	name := pulse.LeaseName("test-" + hex.EncodeToString(b))
+	name := lease.Name("test-" + hex.EncodeToString(b))
 	t.Cleanup(func() {
 		_ = cs.CoordinationV1().Leases("default").Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
@@ -115,7 +118,7 @@ func newLeaseName(t *testing.T, cs kubernetes.Interface) string {
 
 func newCandidate(t *testing.T, cs kubernetes.Interface, name, id string) *candidate {
 	t.Helper()
-	l, err := pulse.NewLease(pulse.LeaseOptions{
+	l, err := lease.New(lease.Options{
 		Client: cs, Namespace: "default", Name: name, Identity: id,
 		LeaseDuration: testLeaseDuration, RenewDeadline: testRenewDeadline, RetryPeriod: testRetryPeriod,
 	})

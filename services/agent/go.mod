@@ -12,6 +12,8 @@ require (
 	go.uber.org/zap v1.28.0
 )
 
+require github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
+
 require (
 	github.com/a2aproject/a2a-go v0.3.3
 	github.com/beorn7/perks v1.0.1 // indirect

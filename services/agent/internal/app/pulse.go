@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubecrew/kubecrew/pkg/pulse"
+	"github.com/kubecrew/kubecrew/pkg/pulse/lease"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 	"github.com/kubecrew/kubecrew/services/agent/internal/pulseserver"
 )
@@ -60,9 +62,33 @@ func (a *App) setupPulse(ctx context.Context) error {
 	if a.Deliverer != nil {
 		o.Reporter = a.Deliverer
 	}
+	ls, err := a.pulseLease(log)
+	if err != nil {
+		return err
+	}
+	if ls != nil {
+		o.Leader, o.Holder, o.LockTTL = ls, ls.Identity(), lease.DefaultLeaseDuration
+	}
 	sched, err := pulse.New(o)
 	if err != nil {
 		return err
+	}
+	if ls != nil {
+		// The election outlives a.bg: the Lease is released only after the
+		// timer's last tick (Loop releases on its way out) or, with the
+		// timer off, after Shutdown has drained the runs (the closer).
+		go func() {
+			if err := ls.Run(context.WithoutCancel(a.bg)); err != nil {
+				log.Error("pulse lease election did not start", zap.Error(err))
+			}
+		}()
+		a.closers = append(a.closers, func() {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := sched.Release(rctx); err != nil {
+				log.Warn("pulse lease not released; another replica takes over when it expires", zap.Error(err))
+			}
+		})
 	}
 	pulseserver.New(sched, log.Named("http")).Mount(a.Server.Router(), a.Server.RequireAuth)
 	if enabled {
@@ -71,6 +97,39 @@ func (a *App) setupPulse(ctx context.Context) error {
 		log.Info("pulse timer off (PULSE_ENABLED=false); POST /pulse runs tasks on demand", zap.Int("tasks", len(o.Tasks)))
 	}
 	return nil
+}
+
+// pulseLease returns the Lease leadership when the agent runs in a cluster:
+// the cluster client comes from the in-cluster ServiceAccount (no
+// KUBECONFIG, no KUBE_CONTEXT) and POD_NAME (the downward API) names this
+// replica. The Lease is kubecrew-pulse-<slug> in AGENT_NAMESPACE. Otherwise
+// it returns nil: the store's pulse lock decides.
+func (a *App) pulseLease(log *zap.Logger) (*lease.Lease, error) {
+	cfg := a.Config
+	pod := cfg.String("POD_NAME")
+	inCluster := cfg.String("KUBECONFIG") == "" && cfg.String("KUBE_CONTEXT") == "" &&
+		a.Kube != nil && a.Kube.Clientset() != nil
+	if inCluster {
+		_, err := rest.InClusterConfig()
+		inCluster = err == nil
+	}
+	switch {
+	case inCluster && pod == "":
+		log.Warn("pulse leadership: the store lock (POD_NAME is not set; pass it from the downward API for a Lease)")
+		return nil, nil
+	case !inCluster:
+		log.Info("pulse leadership: the store lock (not running in a cluster)")
+		return nil, nil
+	}
+	l, err := lease.New(lease.Options{
+		Client: a.Kube.Clientset(), Namespace: cfg.String("AGENT_NAMESPACE"),
+		Name: lease.Name(cfg.Persona.Slug), Identity: pod, Log: log,
+	})
+	if err != nil {
+		return nil, &config.Error{Var: "POD_NAME", Msg: err.Error()}
+	}
+	log.Info("pulse leadership: a Lease", zap.String("lease", l.String()), zap.String("identity", pod))
+	return l, nil
 }
 
 // pulseHolder names this replica in the pulse lock: the pod name (the

@@ -73,6 +73,7 @@ var specs = []spec{
 	{"PULSE_INTERVAL", "45m", kDuration, "sleep between pulse ticks"},
 	{"PULSE_TIMEOUT", "", kDuration, "bound of one pulse run (default: half of PULSE_INTERVAL, at most RUN_TIMEOUT)"},
 	{"AGENT_NAMESPACE", "kubecrew", kString, "namespace of the fleet (peer URLs)"},
+	{"POD_NAME", "", kString, "this pod's name (downward API); in a cluster the pulse leader is then chosen by the Lease kubecrew-pulse-<slug>"},
 	{"PEER_URL_TEMPLATE", "http://agent-{slug}.{namespace}.svc:8000", kString, "peer URL template"},
 	{"AGENT_PEERS", "", kList, "static peers slug=url,… (wins over the template)"},
 	{"MAX_SOCIAL_DEPTH", "5", kInt, "A2A depth ceiling"},

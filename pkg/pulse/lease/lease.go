@@ -1,4 +1,8 @@
-package pulse
+// Package lease is the pulse's leadership in a cluster: a
+// coordination.k8s.io Lease held through client-go's leader election. It
+// satisfies pulse.Leader; it lives apart from package pulse so that what
+// imports pulse (the persona loader, the core) does not link client-go.
+package lease
 
 import (
 	"context"
@@ -18,23 +22,23 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Lease timings (client-go's leader election). A leader that cannot renew
-// stops leading after RenewDeadline, before anyone may take an unreleased
-// Lease over (LeaseDuration); a clean shutdown releases it at once.
+// Timings (client-go's leader election). A leader that cannot renew stops
+// leading after RenewDeadline, before anyone may take an unreleased Lease
+// over (LeaseDuration); a clean shutdown releases it at once.
 const (
 	DefaultLeaseDuration = 30 * time.Second
 	DefaultRenewDeadline = 20 * time.Second
 	DefaultRetryPeriod   = 5 * time.Second
 )
 
-// LeaseName is the name of an agent's pulse Lease.
-func LeaseName(agent string) string { return "kubecrew-pulse-" + agent }
+// Name is the name of an agent's pulse Lease.
+func Name(agent string) string { return "kubecrew-pulse-" + agent }
 
-// LeaseOptions configure a Lease leader.
-type LeaseOptions struct {
+// Options configure a Lease leader.
+type Options struct {
 	Client kubernetes.Interface
 	// Namespace and Name place the Lease (coordination.k8s.io/v1); Name
-	// is usually LeaseName(slug).
+	// is usually Name(slug).
 	Namespace string
 	Name      string
 	// Identity names this replica in the Lease: the pod name.
@@ -54,7 +58,7 @@ type LeaseOptions struct {
 // elector: true only between "started leading" and "stopped leading" while
 // the elector still sees this replica as the holder.
 type Lease struct {
-	o    LeaseOptions
+	o    Options
 	lock *resourcelock.LeaseLock
 	log  *zap.Logger
 
@@ -66,8 +70,6 @@ type Lease struct {
 	round    *leaseRound
 }
 
-var _ Leader = (*Lease)(nil)
-
 // leaseRound is one elector's life: Run starts a new one after the
 // previous lost its lease.
 type leaseRound struct {
@@ -77,9 +79,9 @@ type leaseRound struct {
 	over    bool
 }
 
-// NewLease validates o and builds the Lease leader. It does not talk to
-// the API server; Run does.
-func NewLease(o LeaseOptions) (*Lease, error) {
+// New validates o and builds the Lease leader. It does not talk to the API
+// server; Run does.
+func New(o Options) (*Lease, error) {
 	if o.LeaseDuration == 0 {
 		o.LeaseDuration = DefaultLeaseDuration
 	}
@@ -194,7 +196,7 @@ func (l *Lease) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		r := &leaseRound{}
 		el, err := l.elector(r)
-		if err != nil { // validated by NewLease
+		if err != nil { // validated by New
 			return err
 		}
 		r.el = el
