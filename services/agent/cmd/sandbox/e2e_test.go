@@ -348,7 +348,11 @@ func TestCtrlCLeavesNothingBehind(t *testing.T) {
 	runDir := t.TempDir()
 	r := startInteractive(t, bin, runDir, testEnviron())
 	pids := readPIDs(t, runDir)
-	for _, want := range []string{"etcd", "kube-apiserver", "core", "noor", "sol", "vera", "dax", "ada"} {
+	procs := []string{"etcd", "kube-apiserver", "core", "noor", "sol", "vera", "dax", "ada"}
+	if testTier(t) == TierSim {
+		procs = append(procs, "kube-controller-manager", "kube-scheduler", "kwok")
+	}
+	for _, want := range procs {
 		if pid, ok := pids[want]; !ok || !alive(pid) {
 			t.Errorf("%s: pid %d recorded=%v alive=%v before Ctrl-C", want, pid, ok, ok && alive(pid))
 		}

@@ -23,8 +23,9 @@ import (
 // "plain" (etcd + kube-apiserver and static fixtures; "api" is an alias).
 const TierEnv = "KUBECREW_SANDBOX_TIER"
 
-// DefaultTier is the tier used when TierEnv is unset.
-const DefaultTier = TierAPI
+// DefaultTier is the tier used when TierEnv is unset: real controllers
+// and kwok fake nodes. TierAPI ("plain") stays as the fallback.
+const DefaultTier = TierSim
 
 // ParseTier maps a TierEnv value to a tier; "" is DefaultTier.
 func ParseTier(s string) (string, error) {
