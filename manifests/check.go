@@ -352,6 +352,9 @@ func checkRBAC(r *Render, p *problems) {
 			if len(writes) == 0 {
 				continue
 			}
+			if pulseLeaseRule(role.Kind, rule) {
+				continue // leader-election bookkeeping, not a change to anything the fleet watches
+			}
 			writers[role.Kind+"/"+role.Metadata.Name] = true
 			if !slices.Equal(writes, []string{"patch"}) || !slices.Equal(rule.Verbs, []string{"patch"}) ||
 				!slices.Equal(rule.APIGroups, []string{"apps"}) || !slices.Equal(rule.Resources, []string{"deployments"}) {
@@ -383,6 +386,33 @@ func checkRBAC(r *Render, p *problems) {
 			}
 		}
 	}
+}
+
+// pulseLeaseRule reports whether rule is the pulse leader's: in a
+// namespaced Role, on coordination.k8s.io leases only, create (which
+// resourceNames cannot restrict) or get/update limited to kubecrew-pulse-*
+// Leases.
+func pulseLeaseRule(kind string, rule Rule) bool {
+	if kind != "Role" || !slices.Equal(rule.APIGroups, []string{"coordination.k8s.io"}) || !slices.Equal(rule.Resources, []string{"leases"}) {
+		return false
+	}
+	if slices.Equal(rule.Verbs, []string{"create"}) {
+		return len(rule.ResourceNames) == 0
+	}
+	for _, v := range rule.Verbs {
+		if v != "get" && v != "update" {
+			return false
+		}
+	}
+	if len(rule.ResourceNames) == 0 {
+		return false
+	}
+	for _, n := range rule.ResourceNames {
+		if !strings.HasPrefix(n, "kubecrew-pulse-") {
+			return false
+		}
+	}
+	return true
 }
 
 // checkCore: the core Deployment, its Service, no cluster access, routes.

@@ -215,7 +215,7 @@ func TestRenderContents(t *testing.T) {
 	for kind, n := range map[string]int{
 		"Namespace": 1, "Deployment": 6, "Service": 6, "ServiceAccount": 6, "NetworkPolicy": 2,
 		"ClusterRole": 2, "ClusterRoleBinding": 2, "ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
-		"ConfigMap": 3, "Secret": 0, "Role": 0, "RoleBinding": 0,
+		"ConfigMap": 3, "Secret": 0, "Role": 1, "RoleBinding": 1,
 	} {
 		if kinds[kind] != n {
 			t.Errorf("base: %d %s, want %d", kinds[kind], kind, n)
