@@ -2,22 +2,18 @@ package pulse_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -629,47 +625,8 @@ func metric(t *testing.T, reg *prometheus.Registry, name, label string) promethe
 // cleanup. It skips without Postgres, and fails when CI=true.
 func openPostgres(t *testing.T, c *clock) *store.Postgres {
 	t.Helper()
-	base := os.Getenv("TEST_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Postgres is required in CI (TEST_DATABASE_URL): %v", err)
-		}
-		t.Skipf("Postgres unavailable at TEST_DATABASE_URL (default %s): %v", base, err)
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "kc_pulse_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	p, err := store.OpenPostgres(context.Background(), u.String(), nil, store.WithClock(c.now))
+	u := pgtest.Schema(t, "kc_pulse")
+	p, err := store.OpenPostgres(context.Background(), u, nil, store.WithClock(c.now))
 	if err != nil {
 		t.Fatal(err)
 	}
