@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # run.sh — `make run`: the whole kubecrew loop on this machine.
 #
-# With no KUBECONFIG: a throwaway Kubernetes API server (hack/testenv.sh: real etcd + kube-apiserver on
-# loopback; the first run builds them, ~10 min, cached in ~/.cache/k8s-testenv), six broken workloads
-# and a healthy one, a local GitOps repository, the core on :8080 and the five agents on :8001-8005,
+# With no KUBECONFIG: a throwaway Kubernetes cluster (hack/testenv.sh "sim" tier: real etcd,
+# kube-apiserver, controller-manager and scheduler, kwok fake nodes; the first run builds them, ~10 min,
+# cached in ~/.cache/k8s-testenv; KUBECREW_SANDBOX_TIER=plain = API server + static fixtures), six broken
+# workloads and a healthy one as real Deployments → ReplicaSets → pods, a local GitOps repository, the core on :8080 and the five agents on :8001-8005,
 # then one real incident (OOMKill alert → core → Noor → Sol's PR → Vera's review → merge) printed as a
 # timeline. The fleet then stays up for curl; Ctrl-C stops everything this started.
 # With KUBECONFIG set: the fleet against that cluster, read-only (KUBECREW_ALLOW_ACTIONS=1 opts in).
