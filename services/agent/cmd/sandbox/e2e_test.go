@@ -256,10 +256,41 @@ func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {
 	if err != nil || !strings.Contains(string(onMain), "memory: 48Mi") || strings.Contains(string(onMain), "memory: 32Mi") {
 		t.Errorf("main's %s does not hold the new limit (err %v)", path, err)
 	}
-	// 7. the report page of the incident, when the agent build serves it
-	if code := statusOf(ctx, f.URL("noor")+"/runs/"+inv.RunID+"/report"); code != http.StatusOK && code != http.StatusNotFound {
-		t.Errorf("GET report = %d", code)
+	// 7. the report pages: Noor's run with its timeline, and the core's
+	// investigation report following the chain to Sol and Vera
+	for _, c := range []struct {
+		url  string
+		want []string
+	}{
+		{f.URL("noor") + "/runs/" + inv.RunID + "/report", []string{"Timeline (", "cluster_problems", "a2a_send", "kubecrew-fixtures/Deployment/oomkill"}},
+		{f.Core + "/api/v1/investigations/" + inv.ID + "/report", []string{"platform-sre — run", "k8s-engineer — run", "code-reviewer — run", "bump_workload_memory", "merge_if_trivial"}},
+	} {
+		page, code := pageOf(ctx, c.url)
+		if code != http.StatusOK {
+			t.Errorf("GET %s = %d", c.url, code)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s lacks %q", c.url, w)
+			}
+		}
 	}
+}
+
+// pageOf GETs url and returns the body and status (0 on a transport error).
+func pageOf(ctx context.Context, url string) (string, int) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp.StatusCode
 }
 
 // interactive is the sandbox binary running as `make run` runs it.
