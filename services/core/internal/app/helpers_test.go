@@ -116,8 +116,9 @@ func newCore(t testing.TB, o coreOpts) *testCore {
 	return tc
 }
 
-// do sends a request and returns the status and body.
-func do(t testing.TB, method, url string, body []byte, header ...string) (int, []byte, http.Header) {
+// newRequest builds a request with a JSON body (when body is not nil) and
+// the header name/value pairs.
+func newRequest(t testing.TB, method, url string, body []byte, header ...string) *http.Request {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -133,6 +134,13 @@ func do(t testing.TB, method, url string, body []byte, header ...string) (int, [
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
+	return req
+}
+
+// do sends a request and returns the status and body.
+func do(t testing.TB, method, url string, body []byte, header ...string) (int, []byte, http.Header) {
+	t.Helper()
+	req := newRequest(t, method, url, body, header...)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -51,20 +51,7 @@ func spec(t testing.TB) routers.Router {
 func call(t testing.TB, method, url string, body []byte, header ...string) (int, []byte) {
 	t.Helper()
 	r := spec(t)
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
+	req := newRequest(t, method, url, body, header...)
 	route, params, err := r.FindRoute(req)
 	if err != nil {
 		t.Fatalf("%s %s is not in openapi.yaml: %v", method, req.URL.Path, err)
