@@ -5,7 +5,10 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -67,6 +70,24 @@ func SeverityRank(s string) int {
 		return 3
 	}
 	return 4
+}
+
+// SortFindings returns fs most severe first (sorted in code, never in the
+// order a model happened to mention them); equal severities keep a stable
+// order by namespace, kind, name, container and reason.
+func SortFindings(fs []Finding) []Finding {
+	out := slices.Clone(fs)
+	slices.SortStableFunc(out, func(a, b Finding) int {
+		return cmp.Or(
+			cmp.Compare(SeverityRank(strings.ToLower(a.Severity)), SeverityRank(strings.ToLower(b.Severity))),
+			cmp.Compare(a.Namespace, b.Namespace),
+			cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Name, b.Name),
+			cmp.Compare(a.Container, b.Container),
+			cmp.Compare(a.Reason, b.Reason),
+		)
+	})
+	return out
 }
 
 // ValidSeverity reports whether s is one of the four severities.

@@ -5,11 +5,9 @@
 package report
 
 import (
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -106,22 +104,8 @@ func Render(r Report) Rendered {
 	return out
 }
 
-// SortFindings returns fs most severe first; equal severities keep a stable
-// order by namespace, kind, name, container and reason.
-func SortFindings(fs []api.Finding) []api.Finding {
-	out := slices.Clone(fs)
-	slices.SortStableFunc(out, func(a, b api.Finding) int {
-		return cmp.Or(
-			cmp.Compare(api.SeverityRank(strings.ToLower(a.Severity)), api.SeverityRank(strings.ToLower(b.Severity))),
-			cmp.Compare(a.Namespace, b.Namespace),
-			cmp.Compare(a.Kind, b.Kind),
-			cmp.Compare(a.Name, b.Name),
-			cmp.Compare(a.Container, b.Container),
-			cmp.Compare(a.Reason, b.Reason),
-		)
-	})
-	return out
-}
+// SortFindings returns fs most severe first (api.SortFindings).
+func SortFindings(fs []api.Finding) []api.Finding { return api.SortFindings(fs) }
 
 // FindingLine is one finding as one line:
 // "🔴 namespace/kind/name (container) — reason — detail → remediation".

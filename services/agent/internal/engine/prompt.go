@@ -94,7 +94,7 @@ func renderPriorFindings(ctx map[string]string) string {
 	if len(fs) == 0 {
 		return ""
 	}
-	fs = sortFindings(normalizeAll(fs))
+	fs = api.SortFindings(normalizeAll(fs))
 	var b strings.Builder
 	for i, f := range fs {
 		if i == 5 {

@@ -125,13 +125,13 @@ func renderTranscript(msgs []openai.ChatCompletionMessage) string {
 // the cleaned prose. It returns the findings and which source won.
 func deliver(reported []api.Finding, syn *DiagnosticReport, answer string) ([]api.Finding, string) {
 	if len(reported) > 0 {
-		return sortFindings(reported), "report_finding"
+		return api.SortFindings(reported), "report_finding"
 	}
 	if syn != nil && len(syn.Findings) > 0 {
-		return sortFindings(normalizeAll(syn.Findings)), "synthesis"
+		return api.SortFindings(normalizeAll(syn.Findings)), "synthesis"
 	}
 	if fs := proseFindings(answer); len(fs) > 0 {
-		return sortFindings(normalizeAll(fs)), "prose"
+		return api.SortFindings(normalizeAll(fs)), "prose"
 	}
 	return nil, "none"
 }
@@ -188,25 +188,6 @@ func normalizeFinding(f api.Finding) api.Finding {
 		f.Key = safetext.Clean(f.Key, 200)
 	}
 	return f
-}
-
-func sortFindings(fs []api.Finding) []api.Finding {
-	out := append([]api.Finding(nil), fs...)
-	// stable insertion sort: severity first, then key, so equal input gives equal output
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && less(out[j], out[j-1]); j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
-}
-
-func less(a, b api.Finding) bool {
-	ra, rb := api.SeverityRank(a.Severity), api.SeverityRank(b.Severity)
-	if ra != rb {
-		return ra < rb
-	}
-	return a.Key < b.Key
 }
 
 // cleanAnswer strips a trailing output-contract JSON block that only carried
