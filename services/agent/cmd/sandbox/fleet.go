@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubecrew/kubecrew/pkg/persona"
 	"io"
 	"net"
 	"net/http"
@@ -22,14 +23,14 @@ type Member struct {
 	Port    int
 }
 
-// Personas in port order (:8001 … :8005 by default).
-var Personas = []Member{
-	{"noor", "platform-sre", 0},
-	{"sol", "k8s-engineer", 0},
-	{"vera", "code-reviewer", 0},
-	{"dax", "cicd-engineer", 0},
-	{"ada", "backend-architect", 0},
-}
+// Personas in port order (:8001 … :8005 by default): pkg/persona's table.
+var Personas = func() []Member {
+	out := make([]Member, len(persona.All))
+	for i, p := range persona.All {
+		out[i] = Member{Persona: p.Name, Slug: p.Slug}
+	}
+	return out
+}()
 
 // SolReadOnlyTools is Sol's tool list on a cluster the user did not open
 // to actions: the read-only half of its tools (no k8s_rollout, and no

@@ -227,8 +227,6 @@ func TestToolErrorsReachTheModelAndTheRunContinues(t *testing.T) {
 }
 
 func TestCeilingEndsCleanlyWithPartialAndKeepsTranscript(t *testing.T) {
-	fb := llmtest.NewServer(t)
-	_ = fb
 	r := newRig(t, rigOpts{maxIter: 3},
 		llmtest.ToolCalls(llmtest.Call{Name: "echo", Args: `{"text":"1"}`}),
 		llmtest.ToolCalls(llmtest.Call{Name: "echo", Args: `{"text":"2"}`}),
