@@ -47,8 +47,7 @@ func (a agentTools) call(name string, args any) string {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	out, _ := a.set.Call(context.Background(), name, raw, 0)
-	return out
+	return a.set.Call(context.Background(), name, raw, 0).Output
 }
 
 func mustContain(t *testing.T, out string, subs ...string) {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -52,6 +53,9 @@ type Client struct {
 	now   func() time.Time
 	down  error  // non-nil: no usable config; every call answers this
 	where string // "in-cluster", a kubeconfig description, or "clientset"
+	// cmValueKeys are the ConfigMap keys whose values k8s_get_yaml shows;
+	// every other value is redacted (keys only).
+	cmValueKeys map[string]bool
 }
 
 // Option configures a Client.
@@ -63,6 +67,19 @@ func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = n
 
 // WithLogger sets the logger (default: none).
 func WithLogger(l *zap.Logger) Option { return func(c *Client) { c.log = l } }
+
+// WithConfigMapValueKeys names the ConfigMap keys whose values k8s_get_yaml
+// may show (CONFIGMAP_VALUE_KEYS); by default it shows keys only.
+func WithConfigMapValueKeys(keys []string) Option {
+	return func(c *Client) {
+		c.cmValueKeys = map[string]bool{}
+		for _, k := range keys {
+			if k = strings.TrimSpace(k); k != "" {
+				c.cmValueKeys[k] = true
+			}
+		}
+	}
+}
 
 // New wraps an existing clientset (a fake one in tests).
 func New(cs kubernetes.Interface, opts ...Option) *Client {

@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 )
 
 // remediations is the suggested next step per reason.
@@ -37,7 +38,7 @@ func ProblemsToFindings(r *ProblemReport) []api.Finding {
 			Name:        p.Name,
 			Container:   p.Container,
 			Reason:      p.Reason,
-			Detail:      p.Detail,
+			Detail:      redactText(p.Detail),
 			Remediation: remediations[p.Reason],
 			Remediable:  p.Remediable,
 			Confidence:  p.Confidence,
@@ -89,4 +90,11 @@ func ChooseDelegation(fs []api.Finding) (api.Finding, bool) {
 		return a.Key < b.Key
 	})
 	return cands[0], true
+}
+
+// redactText is redact.String for a finding's free text: the detail quotes
+// event and log messages, and a finding reaches reports and chat posts.
+func redactText(s string) string {
+	out, _ := redact.String(s)
+	return out
 }

@@ -44,7 +44,8 @@ func call(ctx context.Context, c *Client, name string, args any) (string, string
 	if err != nil {
 		panic(err)
 	}
-	return tools.Set(Tools(c)).Call(ctx, name, raw, 0)
+	res := tools.Set(Tools(c)).Call(ctx, name, raw, 0)
+	return res.Output, res.Outcome
 }
 
 func interactive() context.Context {

@@ -75,7 +75,8 @@ func TestRolloutGate(t *testing.T) {
 				name = tc.tool
 			}
 			args, _ := json.Marshal(RolloutArgs{Action: tc.action, Kind: "deployments", Namespace: fixtureNS, Name: "healthy"})
-			out, outcome := set.Call(tc.ctx, name, args, 0)
+			res := set.Call(tc.ctx, name, args, 0)
+			out, outcome := res.Output, res.Outcome
 			if tc.denied {
 				if outcome != tools.OutcomeDenied || !strings.Contains(out, "k8s.rollout."+tc.action+" is not allowed in an autonomous run") {
 					t.Fatalf("want denied, got %s: %s", outcome, out)

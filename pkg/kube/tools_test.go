@@ -82,7 +82,7 @@ func TestReadTools(t *testing.T) {
 		{"yaml deployment", ToolGetYAML, map[string]any{"kind": "deployments", "namespace": fixtureNS, "name": "oomkill"},
 			[]string{"apiVersion: apps/v1", "kind: Deployment", "memory: 32Mi"}, []string{"managedFields"}},
 		{"yaml configmap", ToolGetYAML, map[string]any{"kind": "cm", "namespace": fixtureNS, "name": "app-config"},
-			[]string{"kind: ConfigMap", "LOG_LEVEL: debug"}, nil},
+			[]string{"kind: ConfigMap", "LOG_LEVEL: '[REDACTED:configmap-value]'", "DB_URL: '[REDACTED:configmap-value]'"}, []string{"debug", "postgres://"}},
 		{"api resources", ToolAPIResources, map[string]any{}, []string{"deployments", "apps/v1", "secrets (denied to kubecrew)"}, []string{"v1beta1"}},
 		{"api resources group", ToolAPIResources, map[string]any{"group": "apps"}, []string{"1 resource type in group \"apps\""}, []string{"pods"}},
 		{"nodes tool", ToolNodes, map[string]any{}, []string{"1 node: 1 ready, 0 not ready, 0 under pressure", "15Gi"}, nil},

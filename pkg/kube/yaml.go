@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/safetext"
 )
 
@@ -25,7 +26,9 @@ const (
 
 // GetYAML returns one object as YAML without managedFields and the
 // last-applied annotation (noise the model would pay for), every string
-// value sanitized.
+// value sanitized. A ConfigMap shows its keys, and values only under the
+// keys WithConfigMapValueKeys allows, like k8s_get_resources (README.md,
+// "Redaction").
 func (c *Client) GetYAML(ctx context.Context, a GetYAMLArgs) (string, error) {
 	if err := c.avail(); err != nil {
 		return "", err
@@ -53,6 +56,9 @@ func (c *Client) GetYAML(ctx context.Context, a GetYAMLArgs) (string, error) {
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		return "", fmt.Errorf("encoding %s: %w", ref, err)
 	}
+	if ref.kind == KindConfigMaps {
+		c.redactConfigMap(tree)
+	}
 	out, err := yaml.Marshal(sanitizeTree(tree))
 	if err != nil {
 		return "", fmt.Errorf("encoding %s: %w", ref, err)
@@ -79,4 +85,18 @@ func sanitizeTree(v any) any {
 		return out
 	}
 	return v
+}
+
+// redactConfigMap replaces the values of a decoded ConfigMap's data and
+// binaryData with a marker, except under the allowed keys.
+func (c *Client) redactConfigMap(tree any) {
+	m, ok := tree.(map[string]any)
+	if !ok {
+		return
+	}
+	for _, field := range []string{"data", "binaryData"} {
+		if d, ok := m[field].(map[string]any); ok {
+			redact.ConfigMapData(d, any(redact.Marker(redact.KindConfigMapValue)), func(k string) bool { return c.cmValueKeys[k] })
+		}
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/kubecrew/kubecrew/pkg/redact"
 )
 
 // Registry holds every tool the binary knows. Resolve picks the ones a
@@ -131,19 +133,39 @@ const (
 	OutcomePanic   = "panic"
 )
 
+// Result is one tool call's outcome.
+type Result struct {
+	// Output is what the model sees: redacted, then truncated.
+	Output  string
+	Outcome string
+	// Redacted counts the values redaction replaced in Output, by kind
+	// (nil: none). The trace records it; the values are gone.
+	Redacted redact.Counts
+}
+
 // Call runs the tool named name with args and never fails: every problem —
 // an unknown name, bad arguments, a tool error, a gate refusal, a panic —
-// comes back as text starting "ERROR:" with its outcome. The output is
-// truncated to maxChars (0 = no limit).
-func (s Set) Call(ctx context.Context, name string, args json.RawMessage, maxChars int) (out, outcome string) {
+// comes back as text starting "ERROR:" with its outcome. Whatever the tool
+// answered passes through redact.String before anything else sees it, then
+// is truncated to maxChars (0 = no limit): this is the one place tool output
+// leaves a tool (README.md, "Redaction").
+func (s Set) Call(ctx context.Context, name string, args json.RawMessage, maxChars int) Result {
+	out, outcome, budget := s.call(ctx, name, args, maxChars)
+	red, n := redact.String(out)
+	return Result{Output: Truncate(red, budget), Outcome: outcome, Redacted: n}
+}
+
+// call runs the tool and returns its raw answer, the outcome and the
+// character budget that answer gets.
+func (s Set) call(ctx context.Context, name string, args json.RawMessage, maxChars int) (out, outcome string, budget int) {
 	t, ok := s.Get(name)
 	if !ok {
-		return fmt.Sprintf("ERROR: unknown tool %q; the tools you have are: %s", name, strings.Join(s.Names(), ", ")), OutcomeUnknown
+		return fmt.Sprintf("ERROR: unknown tool %q; the tools you have are: %s", name, strings.Join(s.Names(), ", ")), OutcomeUnknown, 0
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			out = fmt.Sprintf("ERROR: tool %s failed unexpectedly: %v", name, p)
-			outcome = OutcomePanic
+			outcome, budget = OutcomePanic, maxErrorChars
 		}
 	}()
 	res, err := t.Run(ctx, args)
@@ -154,9 +176,9 @@ func (s Set) Call(ctx context.Context, name string, args json.RawMessage, maxCha
 		}
 		// An error is shown whole up to maxErrorChars whatever the output
 		// budget: a cut error message helps nobody.
-		return Truncate("ERROR: "+err.Error(), maxErrorChars), outcome
+		return "ERROR: " + err.Error(), outcome, maxErrorChars
 	}
-	return Truncate(res, maxChars), OutcomeOK
+	return res, OutcomeOK, maxChars
 }
 
 // Spec is a tool as /info and the model see it.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 )
 
@@ -73,7 +74,8 @@ func TestCallNeverFails(t *testing.T) {
 		{context.Background(), "write", `{}`, "ERROR: denied by safety gate: k8s.rollout.undo", tools.OutcomeDenied},
 		{tools.WithMode(context.Background(), tools.ModeAutonomous), "write", `{}`, "ERROR: denied by safety gate", tools.OutcomeDenied},
 	} {
-		out, outcome := set.Call(tc.ctx, tc.name, []byte(tc.args), 10)
+		res := set.Call(tc.ctx, tc.name, []byte(tc.args), 10)
+		out, outcome := res.Output, res.Outcome
 		if !strings.HasPrefix(out, tc.out) || outcome != tc.outcome {
 			t.Errorf("Call(%s, %s) = %q, %s; want prefix %q, %s", tc.name, tc.args, out, outcome, tc.out, tc.outcome)
 		}
@@ -111,5 +113,27 @@ func TestSchemaFromTheArgumentType(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("schema %s lacks %s", s, want)
 		}
+	}
+}
+
+// TestCallRedacts: every output, error text included, passes through the
+// redactor before truncation, and the result counts what went.
+func TestCallRedacts(t *testing.T) {
+	leak := tools.New("leak", "", false, func(_ context.Context, a struct {
+		Fail bool `json:"fail"`
+	}) (string, error) {
+		if a.Fail {
+			return "", errors.New("dial postgres://app:Pl4ntedPass@db:5432: refused")
+		}
+		return strings.Repeat("x", 50) + " password=Pl4ntedPassword " + strings.Repeat("y", 50), nil
+	})
+	set := tools.Set{leak}
+	res := set.Call(context.Background(), "leak", []byte(`{}`), 70)
+	if strings.Contains(res.Output, "Pl4nted") || res.Redacted[redact.KindPair] != 1 {
+		t.Fatalf("output %q, counts %v", res.Output, res.Redacted)
+	}
+	res = set.Call(context.Background(), "leak", []byte(`{"fail":true}`), 70)
+	if strings.Contains(res.Output, "Pl4nted") || res.Outcome != tools.OutcomeError || res.Redacted[redact.KindURLUserinfo] != 1 {
+		t.Fatalf("error %q (%s), counts %v", res.Output, res.Outcome, res.Redacted)
 	}
 }

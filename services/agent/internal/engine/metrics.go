@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubecrew/kubecrew/pkg/redact"
+)
 
 // Metrics of the run engine. Label values are bounded: agent slugs,
 // workflow types, statuses, tool names from the registry, outcomes.
@@ -12,6 +16,7 @@ type Metrics struct {
 	toolCalls     *prometheus.CounterVec
 	guardDenials  *prometheus.CounterVec
 	inFlight      prometheus.Gauge
+	redactions    *prometheus.CounterVec
 }
 
 // NewMetrics registers the engine's metrics with reg (nil: not registered).
@@ -39,9 +44,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "kubecrew_agent_runs_in_flight", Help: "Runs executing now.",
 		}),
+		redactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecrew_agent_redacted_values_total", Help: "Values redacted from tool output, by kind (jwt, secret-pair, …).",
+		}, []string{"kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.runDuration, m.modelRequests, m.tokens, m.toolCalls, m.guardDenials, m.inFlight)
+		reg.MustRegister(m.runs, m.runDuration, m.modelRequests, m.tokens, m.toolCalls, m.guardDenials, m.inFlight, m.redactions)
 	}
 	return m
 }
@@ -49,4 +57,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // ObserveModel counts one model request; it is the llm client's Observe hook.
 func (m *Metrics) ObserveModel(endpoint, outcome string) {
 	m.modelRequests.WithLabelValues(endpoint, outcome).Inc()
+}
+
+// redacted counts the values redaction replaced in one tool output.
+func (m *Metrics) redacted(c redact.Counts) {
+	for k, n := range c {
+		m.redactions.WithLabelValues(string(k)).Add(float64(n))
+	}
 }

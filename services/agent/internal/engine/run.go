@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 )
@@ -136,6 +137,7 @@ func (r *Run) CallTool(ctx context.Context, id, name string, args any) (out, out
 	}
 	r.Event(ctx, "tool_call", map[string]any{"id": id, "name": name, "args": rawOrString(raw)})
 	start := r.e.now()
+	var redacted redact.Counts
 	if _, ok := r.Tools.Get(name); !ok {
 		if _, exists := r.e.opts.Tools.Get(name); exists {
 			// The name gate removed it: an autonomous run asked for a tool it may not have.
@@ -146,7 +148,8 @@ func (r *Run) CallTool(ctx context.Context, id, name string, args any) (out, out
 		}
 	}
 	if outcome == "" {
-		out, outcome = r.Tools.Call(ctx, name, raw, r.e.opts.ToolOutputMax)
+		res := r.Tools.Call(ctx, name, raw, r.e.opts.ToolOutputMax)
+		out, outcome, redacted = res.Output, res.Outcome, res.Redacted
 		if outcome == tools.OutcomeDenied {
 			r.Event(ctx, "guard_denied", map[string]any{"gate": "execution", "tool": name, "message": out})
 			r.e.metrics.guardDenials.WithLabelValues("execution").Inc()
@@ -159,8 +162,14 @@ func (r *Run) CallTool(ctx context.Context, id, name string, args any) (out, out
 	r.calls[name]++
 	r.mu.Unlock()
 	r.e.metrics.toolCalls.WithLabelValues(metricToolName(r.e.opts.Tools, name), outcome).Inc()
-	r.Event(ctx, "tool_result", map[string]any{"id": id, "name": name, "outcome": outcome,
-		"output": out, "duration_ms": r.e.now().Sub(start).Milliseconds()})
+	ev := map[string]any{"id": id, "name": name, "outcome": outcome,
+		"output": out, "duration_ms": r.e.now().Sub(start).Milliseconds()}
+	if redacted.Total() > 0 {
+		// How many values of which kind, never the values (README.md, "Redaction").
+		ev["redacted"] = redacted
+		r.e.metrics.redacted(redacted)
+	}
+	r.Event(ctx, "tool_result", ev)
 	return out, outcome
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 )
 
@@ -50,7 +51,13 @@ func traced(ctx context.Context, r *engine.Run, id, name string, args any, fn fu
 	if err != nil {
 		outcome, out = "error", "ERROR: "+err.Error()
 	}
-	r.Event(ctx, "tool_result", map[string]any{"id": id, "name": name, "outcome": outcome, "output": out, "by": "playbook"})
+	// The same redaction as every tool output (pkg/tools, README.md "Redaction").
+	out, n := redact.String(out)
+	ev := map[string]any{"id": id, "name": name, "outcome": outcome, "output": out, "by": "playbook"}
+	if n.Total() > 0 {
+		ev["redacted"] = n
+	}
+	r.Event(ctx, "tool_result", ev)
 	return out, err
 }
 
