@@ -12,6 +12,7 @@ package redact
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -83,7 +84,7 @@ func (c Counts) Total() int {
 func (c Counts) String() string {
 	ks := make([]string, 0, len(c))
 	for k, n := range c {
-		ks = append(ks, string(k)+"="+itoa(n))
+		ks = append(ks, string(k)+"="+strconv.Itoa(n))
 	}
 	sort.Strings(ks)
 	return strings.Join(ks, " ")
@@ -137,18 +138,4 @@ func ConfigMapData[V any](data map[string]V, marker V, allow func(key string) bo
 		n++
 	}
 	return n
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var buf [20]byte
-	i := len(buf)
-	for n > 0 {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(buf[i:])
 }
