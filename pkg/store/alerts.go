@@ -29,7 +29,7 @@ type AlertDecision struct {
 	Fingerprint     string
 	Alertname       string
 	Status          string // firing|resolved
-	Decision        string // dispatched|deduped|cooldown|busy|ignored|resolved
+	Decision        string // dispatched|deduped|cooldown|busy|ignored|resolved|rejected
 	Agent           string
 	InvestigationID string
 	Reason          string
@@ -66,6 +66,10 @@ type Alerts interface {
 	// creates inv (with the decision's InvestigationID) in the same
 	// transaction.
 	ApplyAlert(ctx context.Context, fingerprint, agent string, fn DecideFunc, inv func(AlertDecision) *Investigation) (AlertDecision, error)
+	// RecordDecision records a decision that changes no alert state: an
+	// alert rejected as malformed (decision rejected). The fingerprint may
+	// be blank; text is cleaned like every other record's.
+	RecordDecision(ctx context.Context, d AlertDecision) error
 	// FinishInvestigation records the outcome and frees the agent's slot.
 	FinishInvestigation(ctx context.Context, inv Investigation) error
 	GetInvestigation(ctx context.Context, id string) (Investigation, error)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -121,11 +122,15 @@ const (
 	DecisionBusy       = "busy"
 	DecisionIgnored    = "ignored"
 	DecisionResolved   = "resolved"
+	// DecisionRejected is an alert the core could not take (a blank,
+	// over-long or control-character fingerprint or label): recorded with
+	// its reason, it changes no alert state.
+	DecisionRejected = "rejected"
 )
 
 func validDecision(d string) bool {
 	switch d {
-	case DecisionDispatched, DecisionDeduped, DecisionCooldown, DecisionBusy, DecisionIgnored, DecisionResolved:
+	case DecisionDispatched, DecisionDeduped, DecisionCooldown, DecisionBusy, DecisionIgnored, DecisionResolved, DecisionRejected:
 		return true
 	}
 	return false
@@ -142,6 +147,22 @@ func required(what, v string) error {
 	}
 	if clean(v) != v {
 		return invalidf("%s %q holds NUL or invalid UTF-8", what, v)
+	}
+	return nil
+}
+
+// checkKey checks an id or key a caller looks a record up by: valid UTF-8
+// without control characters (NUL, C0, DEL, C1). Such an id was never
+// stored, and Postgres refuses NUL outright: it is bad input (a 400), not
+// a missing record and not a database failure.
+func checkKey(what, v string) error {
+	if !utf8.ValidString(v) {
+		return invalidf("%s %q is not valid UTF-8", what, v)
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return invalidf("%s %q holds a control character", what, v)
+		}
 	}
 	return nil
 }

@@ -58,6 +58,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		{"alert lists", contractAlertLists},
 		{"apply alert concurrently", contractApplyAlertConcurrent},
 		{"dirty text", contractDirtyText},
+		{"bad keys and rejected alerts", contractBadKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -720,4 +721,46 @@ func contractDirtyText(t *testing.T, s fullStore, c *clock) {
 	}
 	// Identifiers are refused rather than rewritten.
 	mustIs(t, s.CreateRun(ctx, Run{ID: "r\x00", Agent: "noor"}), ErrInvalid)
+}
+
+// contractBadKeys: a lookup by an id holding a control character is bad
+// input (ErrInvalid, a 400), never a database error; a rejected alert is
+// recorded without touching any alert state, whatever its fingerprint.
+func contractBadKeys(t *testing.T, s fullStore, c *clock) {
+	ctx := context.Background()
+	for _, id := range []string{"r\x00", "\x00", "a\x01b", "a\nb", "a\x7f", "a\u0085", "\xff"} {
+		_, err := s.GetRun(ctx, id)
+		mustIs(t, err, ErrInvalid)
+		_, err = s.Events(ctx, id)
+		mustIs(t, err, ErrInvalid)
+		_, err = s.GetInvestigation(ctx, id)
+		mustIs(t, err, ErrInvalid)
+		_, err = s.GetAlertState(ctx, id)
+		mustIs(t, err, ErrInvalid)
+	}
+	_, err := s.GetRun(ctx, "no-such-run")
+	mustIs(t, err, ErrNotFound)
+
+	mustNil(t, s.RecordDecision(ctx, AlertDecision{Fingerprint: "ab\x00cd", Alertname: "X\x00", Status: "firing",
+		Decision: DecisionRejected, Reason: "fingerprint holds a control character"}))
+	mustNil(t, s.RecordDecision(ctx, AlertDecision{Decision: DecisionRejected, Reason: "fingerprint is blank"}))
+	mustIs(t, s.RecordDecision(ctx, AlertDecision{Decision: DecisionRejected}), ErrInvalid)
+	mustIs(t, s.RecordDecision(ctx, AlertDecision{Decision: DecisionDispatched, Reason: "x"}), ErrInvalid)
+	ds, _, err := s.ListDecisions(ctx, Page{})
+	mustNil(t, err)
+	if len(ds) != 2 {
+		t.Fatalf("decisions: %+v", ds)
+	}
+	for _, d := range ds {
+		if d.Decision != DecisionRejected || d.ID == "" || d.At.IsZero() || strings.ContainsRune(d.Fingerprint+d.Alertname, 0) {
+			t.Errorf("decision %+v", d)
+		}
+	}
+	_, err = s.GetAlertState(ctx, "abcd")
+	mustIs(t, err, ErrNotFound)
+	// ApplyAlert never records a rejected decision: it would write a state.
+	_, err = s.ApplyAlert(ctx, "fp", "noor", func(AlertState, bool, int) (AlertDecision, AlertState) {
+		return AlertDecision{Decision: DecisionRejected, Reason: "x"}, AlertState{}
+	}, nil)
+	mustIs(t, err, ErrInvalid)
 }

@@ -125,6 +125,9 @@ func mergeRun(old, r Run) Run {
 
 // GetRun returns one run or ErrNotFound.
 func (m *Memory) GetRun(ctx context.Context, id string) (Run, error) {
+	if err := checkKey("run id", id); err != nil {
+		return Run{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.runs[id]
@@ -194,6 +197,9 @@ func (m *Memory) AppendEvents(ctx context.Context, evs ...Event) error {
 
 // Events returns a run's events by seq (none: an empty list).
 func (m *Memory) Events(ctx context.Context, runID string) ([]Event, error) {
+	if err := checkKey("run id", runID); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]Event, 0, len(m.events[runID]))

@@ -40,6 +40,22 @@ func (m *Memory) ApplyAlert(ctx context.Context, fingerprint, agent string, fn D
 	return d, nil
 }
 
+// RecordDecision records a rejected alert's decision.
+func (m *Memory) RecordDecision(ctx context.Context, d AlertDecision) error {
+	d, err := prepDecision(d, m.now)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.decisions = append(m.decisions, d)
+	m.trimDecisionsLocked()
+	return nil
+}
+
 func (m *Memory) inFlightLocked(agent string) int { return len(m.inFlight[agent]) }
 
 // setAlertLocked stores an alert state and keeps the per-agent in-flight
@@ -92,6 +108,9 @@ func mergeInvestigation(old, inv Investigation) Investigation {
 
 // GetInvestigation returns one investigation or ErrNotFound.
 func (m *Memory) GetInvestigation(ctx context.Context, id string) (Investigation, error) {
+	if err := checkKey("investigation id", id); err != nil {
+		return Investigation{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i, ok := m.invs[id]
@@ -157,6 +176,9 @@ func (m *Memory) PendingAlerts(ctx context.Context, agent string) ([]AlertState,
 
 // GetAlertState returns one alert's state or ErrNotFound.
 func (m *Memory) GetAlertState(ctx context.Context, fingerprint string) (AlertState, error) {
+	if err := checkKey("fingerprint", fingerprint); err != nil {
+		return AlertState{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.alerts[fingerprint]

@@ -275,6 +275,9 @@ func (p *Postgres) UpdateRun(ctx context.Context, r Run) error {
 
 // GetRun returns one run or ErrNotFound.
 func (p *Postgres) GetRun(ctx context.Context, id string) (Run, error) {
+	if err := checkKey("run id", id); err != nil {
+		return Run{}, err
+	}
 	r, err := scanRun(p.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id=$1`, id))
 	return r, pgErr("run "+id, err)
 }
@@ -330,6 +333,9 @@ func (p *Postgres) AppendEvents(ctx context.Context, evs ...Event) error {
 
 // Events returns a run's events by seq.
 func (p *Postgres) Events(ctx context.Context, runID string) ([]Event, error) {
+	if err := checkKey("run id", runID); err != nil {
+		return nil, err
+	}
 	rows, err := p.pool.Query(ctx, `SELECT run_id, seq, at, type, data::text FROM run_events WHERE run_id=$1 ORDER BY seq`, runID)
 	if err != nil {
 		return nil, pgErr("events", err)

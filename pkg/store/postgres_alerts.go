@@ -147,6 +147,17 @@ func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn
 	return d, false, nil
 }
 
+// RecordDecision records a rejected alert's decision.
+func (p *Postgres) RecordDecision(ctx context.Context, d AlertDecision) error {
+	d, err := prepDecision(d, p.now)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	queueDecision(b, d, false)
+	return pgErr("record decision", p.pool.SendBatch(ctx, b).Close())
+}
+
 func queueAlertState(b *pgx.Batch, s AlertState) {
 	var last any
 	if !s.LastInvestigated.IsZero() {
@@ -232,6 +243,9 @@ func (p *Postgres) FinishInvestigation(ctx context.Context, inv Investigation) e
 
 // GetInvestigation returns one investigation or ErrNotFound.
 func (p *Postgres) GetInvestigation(ctx context.Context, id string) (Investigation, error) {
+	if err := checkKey("investigation id", id); err != nil {
+		return Investigation{}, err
+	}
 	i, err := scanInvestigation(p.pool.QueryRow(ctx, `SELECT `+invCols+` FROM investigations WHERE id=$1`, id))
 	return i, pgErr("investigation "+id, err)
 }
@@ -291,6 +305,9 @@ func (p *Postgres) PendingAlerts(ctx context.Context, agent string) ([]AlertStat
 
 // GetAlertState returns one alert's state or ErrNotFound.
 func (p *Postgres) GetAlertState(ctx context.Context, fingerprint string) (AlertState, error) {
+	if err := checkKey("fingerprint", fingerprint); err != nil {
+		return AlertState{}, err
+	}
 	s, err := scanAlertState(p.pool.QueryRow(ctx, `SELECT `+alertCols+` FROM alert_state WHERE fingerprint=$1`, fingerprint))
 	return s, pgErr("alert "+fingerprint, err)
 }

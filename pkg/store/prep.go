@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
@@ -153,8 +154,8 @@ func decide(fingerprint, agent string, prev AlertState, ok bool, inFlight int, f
 		return AlertDecision{}, AlertState{}, nil, invalidf("decide function is nil")
 	}
 	d, st := fn(prev, ok, inFlight)
-	if !validDecision(d.Decision) {
-		return AlertDecision{}, AlertState{}, nil, invalidf("decision %q is not one of dispatched|deduped|cooldown|busy|ignored|resolved", d.Decision)
+	if !validDecision(d.Decision) || d.Decision == DecisionRejected {
+		return AlertDecision{}, AlertState{}, nil, invalidf("decision %q is not one of dispatched|deduped|cooldown|busy|ignored|resolved (a rejected alert is recorded with RecordDecision)", d.Decision)
 	}
 	t := now()
 	d.Fingerprint = fingerprint
@@ -210,6 +211,28 @@ func decide(fingerprint, agent string, prev AlertState, ok bool, inFlight int, f
 	d.Alertname, d.Status, d.Agent, d.InvestigationID, d.Reason = clean(d.Alertname), clean(d.Status), clean(d.Agent), clean(d.InvestigationID), clean(d.Reason)
 	st.Alertname, st.ContentHash, st.InvestigationID = clean(st.Alertname), clean(st.ContentHash), clean(st.InvestigationID)
 	return normDecision(d), normAlertState(st), inv, nil
+}
+
+// prepDecision checks a decision recorded without an alert state.
+func prepDecision(d AlertDecision, now func() time.Time) (AlertDecision, error) {
+	if d.Decision != DecisionRejected {
+		return AlertDecision{}, invalidf("decision %q: only a rejected alert is recorded without its state", d.Decision)
+	}
+	if strings.TrimSpace(d.Reason) == "" {
+		return AlertDecision{}, invalidf("a rejected alert needs its reason")
+	}
+	if d.ID == "" {
+		d.ID = newID()
+	}
+	if err := required("decision id", d.ID); err != nil {
+		return AlertDecision{}, err
+	}
+	if d.At.IsZero() {
+		d.At = now()
+	}
+	d.Fingerprint, d.Alertname, d.Status, d.Agent = clean(d.Fingerprint), clean(d.Alertname), clean(d.Status), clean(d.Agent)
+	d.InvestigationID, d.Reason = clean(d.InvestigationID), clean(d.Reason)
+	return normDecision(d), nil
 }
 
 func prepFinish(inv Investigation, now func() time.Time) (Investigation, error) {

@@ -474,6 +474,17 @@ func (s *Switch) ApplyAlert(ctx context.Context, fingerprint, agent string, fn D
 	}, nil)
 }
 
+// RecordDecision implements Alerts.
+func (s *Switch) RecordDecision(ctx context.Context, d AlertDecision) error {
+	if d.ID == "" {
+		d.ID = newID() // one id, whichever store records it
+	}
+	if d.At.IsZero() {
+		d.At = s.o.now()
+	}
+	return run0(s, ctx, "record decision", func(ctx context.Context, st fullStore) error { return st.RecordDecision(ctx, d) }, nil)
+}
+
 // FinishInvestigation implements Alerts. On memory, finishing an
 // investigation dispatched on Postgres is kept and written through later,
 // freeing the slot then.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
+	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 	"github.com/kubecrew/kubecrew/services/agent/internal/app"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 )
@@ -288,5 +289,23 @@ func TestReadyReportsComponents(t *testing.T) {
 	}
 	if code, _ := do(t, "POST", a.url+"/run", `{"task":"x"}`); code != 503 {
 		t.Errorf("POST /run while draining = %d, want 503", code)
+	}
+}
+
+// TestControlCharacterIDsAre400: a run id holding NUL or another control
+// character is bad input on every route that takes one, on the Postgres
+// store too (which refuses NUL outright and used to surface it as a 500).
+func TestControlCharacterIDsAre400(t *testing.T) {
+	a := start(t, map[string]string{"AGENT_PERSONA": "dax", "AGENT_TOOLS": "load_skill", "DATABASE_URL": pgtest.Schema(t, "agent")})
+	for _, p := range []string{"/runs/a%00b", "/runs/%00/trace", "/runs/a%00b/report", "/runs/a%01b", "/runs/a%C2%85b", "/runs/%FF",
+		"/runs?cursor=%00", "/a2a/log?cursor=x%00"} {
+		code, body := do(t, "GET", a.url+p, "")
+		var e api.ErrorBody
+		if code != 400 || json.Unmarshal(body, &e) != nil || !strings.Contains(e.Error, "control character") {
+			t.Errorf("GET %s = %d %s, want 400 naming the control character", p, code, body)
+		}
+	}
+	if code, body := do(t, "GET", a.url+"/runs/no-such-run", ""); code != 404 {
+		t.Errorf("unknown run = %d %s, want 404", code, body)
 	}
 }

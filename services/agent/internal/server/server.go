@@ -66,7 +66,7 @@ func New(d Deps) *Server {
 		d.Gatherer = prometheus.DefaultGatherer
 	}
 	s := &Server{d: d, r: chi.NewRouter()}
-	s.r.Use(middleware.Recoverer)
+	s.r.Use(middleware.Recoverer, api.RejectControlChars)
 	s.r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -264,6 +264,10 @@ func (s *Server) loadRun(w http.ResponseWriter, r *http.Request) (store.Run, []s
 	rec, err := s.d.Store.GetRun(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		WriteError(w, http.StatusNotFound, fmt.Sprintf("no run %q", id))
+		return rec, nil, false
+	}
+	if errors.Is(err, store.ErrInvalid) {
+		WriteError(w, http.StatusBadRequest, err.Error())
 		return rec, nil, false
 	}
 	if err != nil {

@@ -219,6 +219,9 @@ func (s *server) agent(ctx context.Context, a Registered) AgentView {
 	return v
 }
 
+// MaxRunBody caps the body of POST /api/v1/agents/{slug}/run (413 above).
+const MaxRunBody = 256 << 10
+
 // runBody is the body of POST /api/v1/agents/{slug}/run.
 type runBody struct {
 	Task         string            `json:"task"`
@@ -233,9 +236,13 @@ func (s *server) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body runBody
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 256<<10))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRunBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			WriteError(w, http.StatusRequestEntityTooLarge, "run request larger than %d bytes", mbe.Limit)
+			return
+		}
 		WriteError(w, http.StatusBadRequest, "bad run request: %v", err)
 		return
 	}

@@ -45,7 +45,7 @@ func (s *server) investigationReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		WriteError(w, http.StatusInternalServerError, "reading investigation: %v", err)
+		s.storeError(w, err)
 		return
 	}
 	page := tracereport.Page{

@@ -103,11 +103,30 @@ receivers:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Alertmanager cannot be told to bind port 0 and report it, so a free
+	// port is picked and may be taken by another process before Alertmanager
+	// binds it: then it exits with "address already in use", and it is
+	// started again on a fresh port.
+	for attempt := 1; ; attempt++ {
+		base, ok := runAlertmanager(t, bin, cfgPath, filepath.Join(dir, "data"))
+		if ok {
+			return base
+		}
+		if attempt == 5 {
+			t.Fatal("alertmanager: its port was taken 5 times in a row")
+		}
+	}
+}
+
+// runAlertmanager starts one Alertmanager on a free port and waits until
+// it is ready (ok) or has exited because the port was taken (!ok).
+func runAlertmanager(t *testing.T, bin, cfgPath, data string) (base string, ok bool) {
+	t.Helper()
 	port := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin,
 		"--config.file="+cfgPath,
-		"--storage.path="+filepath.Join(dir, "data"),
+		"--storage.path="+data,
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
 		"--cluster.listen-address=",
 		"--log.level=debug",
@@ -118,23 +137,47 @@ receivers:
 		cancel()
 		t.Fatalf("start %s: %v", bin, err)
 	}
-	t.Cleanup(func() {
-		cancel()
+	exited := make(chan struct{})
+	go func() {
 		_ = cmd.Wait()
+		close(exited)
+	}()
+	stop := func() {
+		cancel()
+		<-exited
+	}
+	base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-exited:
+			cancel()
+			if strings.Contains(out.String(), "address already in use") {
+				t.Logf("alertmanager: port %d was taken meanwhile; again on a fresh port", port)
+				return "", false
+			}
+			t.Fatalf("alertmanager exited before it was ready:\n%s", out.String())
+		default:
+		}
+		if resp, err := http.Get(base + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("alertmanager not ready after 30s:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		stop()
 		if t.Failed() {
 			t.Logf("alertmanager output:\n%s", out.String())
 		}
 	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitFor(t, 30*time.Second, "alertmanager ready", func() bool {
-		resp, err := http.Get(base + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	return base
+	return base, true
 }
 
 // waitFor polls cond (every 50ms) until it holds or the deadline passes.
@@ -244,4 +287,43 @@ func metricValue(t *testing.T, base, series string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestRealAlertmanagerBadAlertBlocksNothing: Alertmanager accepts a label
+// value holding a control character and groups that alert with a good one;
+// the core answers the group 200 — the bad alert rejected with its reason,
+// the good one dispatched — so Alertmanager never retries it.
+func TestRealAlertmanagerBadAlertBlocksNothing(t *testing.T) {
+	t.Parallel()
+	alertmanagerBinary(t)
+	const token = "am-token"
+	c := newCore(t, coreOpts{store: openPG(t, pgSchema(t)), env: map[string]string{"AUTH_TOKEN": token}})
+	am := startAlertmanager(t, c.URL, token)
+	mk := func(pod string) map[string]any {
+		return map[string]any{
+			"labels":   map[string]string{"alertname": "KubePodCrashLooping", "namespace": "prod", "pod": pod},
+			"startsAt": time.Now().UTC().Format(time.RFC3339),
+		}
+	}
+	postAlerts(t, am, mk("api-\x01\x1b[31m"), mk("api-2"))
+	var list []byte
+	waitFor(t, 30*time.Second, "both alerts decided", func() bool {
+		_, list, _ = do(t, http.MethodGet, c.URL+"/api/v1/alerts?limit=500", nil, "Authorization", "Bearer "+token)
+		return strings.Contains(string(list), `"decision":"rejected"`) && strings.Contains(string(list), `"decision":"dispatched"`)
+	})
+	if !strings.Contains(string(list), "label pod holds a control character") {
+		t.Errorf("rejection reason missing: %s", list)
+	}
+	c.WaitIdle()
+	if n := len(c.Agent.Runs()); n != 1 || c.Agent.Runs()[0].Request.Context["alert"] == "" || !strings.Contains(c.Agent.Runs()[0].Request.Context["alert"], "api-2") {
+		t.Fatalf("agent runs: %d, want one, for api-2", n)
+	}
+	if got := metricValue(t, c.URL, `kubecrew_core_webhook_requests_total{code="200"}`); got < 1 {
+		t.Errorf("webhook 200s = %v", got)
+	}
+	for _, code := range []string{"400", "500"} {
+		if got := metricValue(t, c.URL, `kubecrew_core_webhook_requests_total{code="`+code+`"}`); got != 0 {
+			t.Errorf("webhook %s answers = %v, want 0 (Alertmanager would retry or drop the group)", code, got)
+		}
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
@@ -144,7 +145,7 @@ func (a *App) staleAfter() time.Duration { return a.cfg.CallTimeout + time.Minut
 
 func (a *App) router() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
+	r.Use(middleware.Recoverer, kapi.RejectControlChars)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, http.StatusNotFound, "no such path: %s", r.URL.Path)
 	})

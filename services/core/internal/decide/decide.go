@@ -19,10 +19,13 @@ const (
 	Busy       = "busy"
 	Ignored    = "ignored"
 	Resolved   = "resolved"
+	// Rejected is a malformed alert (webhook.Alert.Problem): recorded by
+	// the pipeline with its reason, never decided here.
+	Rejected = "rejected"
 )
 
 // All lists every decision, for metrics and docs.
-var All = []string{Dispatched, Deduped, Cooldown, Busy, Ignored, Resolved}
+var All = []string{Dispatched, Deduped, Cooldown, Busy, Ignored, Resolved, Rejected}
 
 // Alert statuses.
 const (

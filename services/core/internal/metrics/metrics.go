@@ -11,7 +11,7 @@ const namespace, subsystem = "kubecrew", "core"
 
 // Decisions lists every alert decision, so each series exists from the
 // start (a rate over a series that appears late is wrong).
-var Decisions = []string{"dispatched", "deduped", "cooldown", "busy", "ignored", "resolved"}
+var Decisions = []string{"dispatched", "deduped", "cooldown", "busy", "ignored", "resolved", "rejected"}
 
 // Metrics are the core's metrics.
 type Metrics struct {

@@ -25,6 +25,7 @@ import (
 type Store interface {
 	ApplyAlert(ctx context.Context, fingerprint, agent string, fn store.DecideFunc, inv func(store.AlertDecision) *store.Investigation) (store.AlertDecision, error)
 	PendingAlerts(ctx context.Context, agent string) ([]store.AlertState, error)
+	RecordDecision(ctx context.Context, d store.AlertDecision) error
 }
 
 // Starter starts an investigation in the background (*dispatch.Dispatcher).
@@ -71,14 +72,26 @@ func New(o Options) *Pipeline {
 	return &Pipeline{o: o, queue: newQueue(), drains: map[string]*sync.Mutex{}}
 }
 
-// Process decides every alert of one webhook, in order. An error means a
-// decision could not be recorded: the caller answers 5xx and Alertmanager
-// retries the whole group; alerts already decided are then deduped or in
-// cooldown, so none is dispatched twice.
+// Process decides every alert of one webhook, in order. A malformed alert
+// (webhook.Alert.Problem) is recorded as rejected with the reason and the
+// rest are decided: one bad alert blocks nothing, and since a retry would
+// not fix it, nothing asks Alertmanager to retry. An error means a decision
+// could not be recorded: the caller answers 5xx and Alertmanager retries
+// the whole group; alerts already decided are then deduped or in cooldown,
+// so none is dispatched twice.
 func (p *Pipeline) Process(ctx context.Context, m webhook.Message) ([]store.AlertDecision, error) {
 	out := make([]store.AlertDecision, 0, len(m.Alerts))
 	p.o.Metrics.WebhookAlerts.Add(float64(len(m.Alerts)))
 	for i, a := range m.Alerts {
+		if why := a.Problem(); why != "" {
+			d, err := p.reject(ctx, i, a, why)
+			if err != nil {
+				p.o.Metrics.StoreErrors.WithLabelValues("record_decision").Inc()
+				return out, fmt.Errorf("alerts[%d]: record rejection: %w", i, err)
+			}
+			out = append(out, d)
+			continue
+		}
 		d, err := p.one(ctx, a)
 		if err != nil {
 			p.o.Metrics.StoreErrors.WithLabelValues("apply_alert").Inc()
@@ -87,6 +100,27 @@ func (p *Pipeline) Process(ctx context.Context, m webhook.Message) ([]store.Aler
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// reject records a rejected alert's decision. What it echoes of the alert
+// is escaped and bounded: the reason says what was wrong, the record holds
+// no control character and no megabyte label.
+func (p *Pipeline) reject(ctx context.Context, i int, a webhook.Alert, why string) (store.AlertDecision, error) {
+	d := store.AlertDecision{
+		ID:          p.o.NewID(),
+		Fingerprint: webhook.Printable(a.Fingerprint, webhook.MaxFingerprint),
+		Alertname:   webhook.Printable(a.Labels["alertname"], 256),
+		Status:      webhook.Printable(a.Status, 32),
+		Decision:    store.DecisionRejected,
+		Reason:      fmt.Sprintf("rejected alerts[%d]: %s", i, why),
+		At:          p.o.Now(),
+	}
+	if err := p.o.Store.RecordDecision(ctx, d); err != nil {
+		return store.AlertDecision{}, err
+	}
+	p.o.Metrics.Decisions.WithLabelValues(d.Decision).Inc()
+	p.o.Log.Warn("alert rejected", zap.String("fingerprint", d.Fingerprint), zap.String("alertname", d.Alertname), zap.String("reason", d.Reason))
+	return d, nil
 }
 
 func (p *Pipeline) one(ctx context.Context, a webhook.Alert) (store.AlertDecision, error) {

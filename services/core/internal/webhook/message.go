@@ -11,7 +11,9 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxBodyBytes caps a webhook body.
@@ -126,7 +128,9 @@ func tooLarge(err error) bool {
 	return errors.As(err, &mbe)
 }
 
-// Validate checks what the core relies on.
+// Validate checks the message as a whole: what makes it no Alertmanager
+// webhook at all (a 400). One alert's own problem rejects that alert
+// alone (Alert.Problem), so the rest of its group is still decided.
 func (m Message) Validate() error {
 	if m.Version != "4" {
 		if m.Version == "" {
@@ -146,19 +150,104 @@ func (m Message) Validate() error {
 	if len(m.Alerts) == 0 {
 		return badf("alerts is empty")
 	}
-	for i, a := range m.Alerts {
+	return nil
+}
+
+// Limits on one alert's identity. Prometheus and Alertmanager set none; a
+// fingerprint is 16 hex digits, and a label past these is not one an
+// alerting rule meant.
+const (
+	MaxFingerprint = 128
+	MaxLabelName   = 256
+	MaxLabelValue  = 4096
+)
+
+// Problem says why the core cannot take this alert ("" when it can): a
+// missing or unknown status, a blank, over-long or control-character
+// fingerprint, a missing alertname, an over-long label or one holding a
+// control character or invalid UTF-8. Such an alert is recorded as
+// rejected with this reason; it never fails its group.
+func (a Alert) Problem() string {
+	switch {
+	case a.Status == "":
+		return "missing status"
+	case a.Status != "firing" && a.Status != "resolved":
+		return fmt.Sprintf("unknown status %q: want firing or resolved", Printable(a.Status, 32))
+	case strings.TrimSpace(a.Fingerprint) == "":
+		return "fingerprint is blank"
+	case len(a.Fingerprint) > MaxFingerprint:
+		return fmt.Sprintf("fingerprint is %d bytes, the limit is %d", len(a.Fingerprint), MaxFingerprint)
+	case !plain(a.Fingerprint, false):
+		return "fingerprint holds a control character or invalid UTF-8"
+	case strings.TrimSpace(a.Labels["alertname"]) == "":
+		return "missing labels.alertname"
+	}
+	names := make([]string, 0, len(a.Labels))
+	for k := range a.Labels {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v := a.Labels[k]
 		switch {
-		case a.Status == "":
-			return badf("alerts[%d]: missing status", i)
-		case a.Status != "firing" && a.Status != "resolved":
-			return badf("alerts[%d]: unknown status %q: want firing or resolved", i, a.Status)
-		case a.Fingerprint == "":
-			return badf("alerts[%d]: missing fingerprint", i)
-		case len(a.Fingerprint) > 128:
-			return badf("alerts[%d]: fingerprint longer than 128 characters", i)
-		case a.Labels["alertname"] == "":
-			return badf("alerts[%d]: missing labels.alertname", i)
+		case len(k) > MaxLabelName:
+			return fmt.Sprintf("label name %q… is %d bytes, the limit is %d", Printable(k, 32), len(k), MaxLabelName)
+		case !plain(k, false):
+			return fmt.Sprintf("label name %q holds a control character or invalid UTF-8", Printable(k, 64))
+		case len(v) > MaxLabelValue:
+			return fmt.Sprintf("label %s is %d bytes, the limit is %d", Printable(k, 64), len(v), MaxLabelValue)
+		case !plain(v, true):
+			return fmt.Sprintf("label %s holds a control character or invalid UTF-8", Printable(k, 64))
 		}
 	}
-	return nil
+	return ""
+}
+
+// plain reports whether s is valid UTF-8 without control characters (tab,
+// newline and carriage return allowed when text is true: a label value may
+// be prose).
+func plain(s string, text bool) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if text && (r == '\t' || r == '\n' || r == '\r') {
+			continue
+		}
+		if control(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func control(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// Printable renders s for a decision or a log line: control characters and
+// invalid bytes escaped (\x00, \u0085), at most max bytes, "…" when cut.
+func Printable(s string, max int) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		var piece string
+		switch {
+		case r == utf8.RuneError && n == 1:
+			piece = fmt.Sprintf("\\x%02x", s[i])
+		case control(r):
+			if r < 0x80 {
+				piece = fmt.Sprintf("\\x%02x", r)
+			} else {
+				piece = fmt.Sprintf("\\u%04x", r)
+			}
+		default:
+			piece = s[i : i+n]
+		}
+		if b.Len()+len(piece) > max {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(piece)
+		i += n
+	}
+	return b.String()
 }

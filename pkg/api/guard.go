@@ -1,0 +1,51 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"unicode/utf8"
+)
+
+// RejectControlChars answers 400 {"error": …} for a request whose path or
+// query holds a control character (NUL, C0, DEL, C1) or invalid UTF-8 once
+// decoded. No id, slug or filter of either service holds one; refused at
+// the door, such an id never reaches a store (Postgres refuses NUL with an
+// error that would otherwise surface as a 500). Both services mount it
+// first, so every route taking a run or investigation id answers alike.
+func RejectControlChars(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		where, bad := "", ""
+		if !PlainText(r.URL.Path) {
+			where, bad = "path", r.URL.Path
+		} else {
+			for k, vs := range r.URL.Query() {
+				for _, v := range append([]string{k}, vs...) {
+					if !PlainText(v) {
+						where, bad = "query parameter "+fmt.Sprintf("%q", k), v
+					}
+				}
+			}
+		}
+		if where != "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(ErrorBody{Error: fmt.Sprintf("%s %q holds a control character or invalid UTF-8", where, bad)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// PlainText reports whether s is valid UTF-8 without control characters.
+func PlainText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	return true
+}
