@@ -22,7 +22,9 @@ import (
 
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -56,6 +58,7 @@ type Client struct {
 	// cmValueKeys are the ConfigMap keys whose values k8s_get_yaml shows;
 	// every other value is redacted (keys only).
 	cmValueKeys map[string]bool
+	host  string // the API server URL, when known
 }
 
 // Option configures a Client.
@@ -129,7 +132,7 @@ func Connect(kubeconfig, kubeContext string, log *zap.Logger) (*Client, error) {
 	}
 	log.Info("cluster client configured", zap.String("source", where), zap.String("host", cfg.Host),
 		zap.Float32("qps", cfg.QPS), zap.Int("burst", cfg.Burst))
-	return &Client{cs: cs, log: log, now: time.Now, where: where}, nil
+	return &Client{cs: cs, log: log, now: time.Now, where: where, host: cfg.Host}, nil
 }
 
 func loadConfig(kubeconfig, kubeContext string) (*rest.Config, string, error) {
@@ -167,9 +170,36 @@ func (c *Client) Ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, 5*time.Second, errors.New("API server readiness probe timed out"))
 	defer cancel()
 	if _, err := discovery.ToDiscoveryInterfaceWithContext(c.cs.Discovery()).ServerVersionWithContext(ctx); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Something answers, but not a Kubernetes API server (a proxy,
+			// a web site, a wrong port).
+			return fmt.Errorf("%w: %s answered 404 to GET /version: not a Kubernetes API server; check the server URL (%s)",
+				ErrClusterUnavailable, c.hostOr("the API server"), c.where)
+		}
 		return c.apiErr(err, "server version")
 	}
 	return nil
+}
+
+func (c *Client) hostOr(def string) string {
+	if c.host != "" {
+		return c.host
+	}
+	return def
+}
+
+// WhoAmI asks the API server who this client is (a SelfSubjectReview):
+// "system:serviceaccount:kubecrew:agent-platform-sre". "" when the server
+// does not say.
+func (c *Client) WhoAmI(ctx context.Context) string {
+	if c.down != nil {
+		return ""
+	}
+	r, err := c.cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return ""
+	}
+	return r.Status.UserInfo.Username
 }
 
 // avail answers the config error, if any, before a tool touches the API.

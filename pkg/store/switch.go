@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/zap"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
@@ -32,6 +34,8 @@ type Switch struct {
 	mem  *Memory   // serves when not on Postgres; recorded since the last write-through
 	onPG bool
 	why  string // why not on Postgres ("" without a URL)
+	// whyErr is the error behind why, for Usable.
+	whyErr error
 
 	kick     chan struct{}
 	attempts chan error // tests: the outcome of each background attempt
@@ -76,7 +80,7 @@ func Open(ctx context.Context, url string, log *zap.Logger, opts ...Option) (*Sw
 	}
 	pg, err := OpenPostgres(ctx, url, s.log, opts...)
 	if err != nil {
-		s.why = err.Error()
+		s.why, s.whyErr = err.Error(), err
 		s.log.Error("postgres unreachable: serving from memory, retrying in the background",
 			zap.Error(err), zap.Duration("retry_interval", o.retryInterval))
 	} else {
@@ -111,6 +115,47 @@ func (s *Switch) State() string {
 		return "memory"
 	}
 	return "degraded: " + s.why
+}
+
+// Usable reports whether the configured database serves: nil on Postgres
+// or without a DATABASE_URL; otherwise an error saying why the Switch
+// serves from memory. Refused tells a URL Postgres rejected from an
+// outage. Readiness uses it (README "Readiness").
+func (s *Switch) Usable() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.onPG || s.url == "" {
+		return nil
+	}
+	if s.whyErr != nil {
+		return &unusableError{why: s.why, err: s.whyErr}
+	}
+	return errors.New(s.why)
+}
+
+type unusableError struct {
+	why string
+	err error
+}
+
+func (e *unusableError) Error() string { return e.why }
+func (e *unusableError) Unwrap() error { return e.err }
+
+// Refused reports whether err means Postgres answered and rejected the
+// configuration — the database does not exist, the credentials or the
+// permissions are wrong — which no retry fixes, as opposed to an outage.
+func Refused(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(pe.Code, "28"): // invalid_authorization_specification, invalid_password
+		return true
+	case pe.Code == "3D000", pe.Code == "3F000", pe.Code == "42501": // no such database / schema, insufficient privilege
+		return true
+	}
+	return false
 }
 
 // Ping reports whether the Switch can serve. It can, always — that is what
@@ -172,11 +217,11 @@ func (s *Switch) Reconnect(ctx context.Context) error {
 	wctx, wcancel := context.WithTimeoutCause(ctx, s.o.opTimeout+s.o.connectTimeout, errors.New("postgres: write-through took too long"))
 	defer wcancel()
 	if err := pg.importSnapshot(wctx, snap); err != nil {
-		s.why = "write-through failed: " + err.Error()
+		s.why, s.whyErr = "write-through failed: "+err.Error(), err
 		s.log.Warn("postgres answers but the write-through failed; staying on memory", zap.Error(err))
 		return err
 	}
-	s.onPG, s.why = true, ""
+	s.onPG, s.why, s.whyErr = true, "", nil
 	s.mem = NewMemory(s.o.now)
 	fields := []zap.Field{
 		zap.Int("runs", len(snap.runs)), zap.Int("events", len(snap.events)), zap.Int("findings", len(snap.findings)),
@@ -196,7 +241,7 @@ func (s *Switch) setWhy(pg *Postgres, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.onPG {
-		s.why = err.Error()
+		s.why, s.whyErr = err.Error(), err
 	}
 	if pg != nil && s.pg == nil {
 		s.pg = pg
@@ -212,7 +257,7 @@ func (s *Switch) degrade(pg *Postgres, op string, err error) {
 		return
 	}
 	s.onPG = false
-	s.why = fmt.Sprintf("%s: %v", op, err)
+	s.why, s.whyErr = fmt.Sprintf("%s: %v", op, err), err
 	s.mu.Unlock()
 	// Drop the pool's connections: they may be half-open; new ones are
 	// dialled on the next attempt.

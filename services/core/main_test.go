@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 )
 
 type lockedBuffer struct {
@@ -91,19 +94,71 @@ func TestRunFallsOpenWithoutDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var ready map[string]string
+		var ready map[string]any
 		if err := json.NewDecoder(resp.Body).Decode(&ready); err != nil {
 			t.Fatal(err)
 		}
-		if resp.StatusCode != 200 || ready["store"] != "memory" || !strings.HasPrefix(ready["store_state"], "degraded: ") {
+		if resp.StatusCode != 200 || ready["store"] != "memory" || !strings.HasPrefix(fmt.Sprint(ready["store_state"]), "degraded: ") {
 			t.Fatalf("ready: %d %v", resp.StatusCode, ready)
 		}
 	})
 }
 
+// TestReadyFailsOnAnUnusableDatabase: a DATABASE_URL naming a database
+// that does not exist is refused by Postgres — not ready even for one
+// replica; an unreachable one is not ready when several replicas share it.
+func TestReadyFailsOnAnUnusableDatabase(t *testing.T) {
+	t.Parallel()
+	base := pgtest.Need(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/kubecrew_no_such_database"
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no such database", map[string]string{"DATABASE_URL": u.String()}, "kubecrew_no_such_database\" does not exist"},
+		{"unreachable, two replicas", map[string]string{"DATABASE_URL": "postgres://postgres@127.0.0.1:1/test?sslmode=disable", "CORE_REPLICAS": "2"}, "CORE_REPLICAS=2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			serveUntil(t, tt.env, func(code int) bool { return code != 0 }, func(addr string) {
+				resp, err := http.Get(fmt.Sprintf("http://%s/ready", addr))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var ready struct {
+					Status, Error string
+					Failing       []struct{ Dependency, Error string }
+				}
+				if err := json.NewDecoder(resp.Body).Decode(&ready); err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode != http.StatusServiceUnavailable || ready.Status != "not ready" || len(ready.Failing) != 1 ||
+					ready.Failing[0].Dependency != "store" || !strings.Contains(ready.Error, tt.want) {
+					t.Fatalf("ready: %d %+v; want 503 naming the store and %s", resp.StatusCode, ready, tt.want)
+				}
+			})
+		})
+	}
+	// READY_REQUIRE=none: reported, still ready.
+	serve(t, map[string]string{"DATABASE_URL": u.String(), "READY_REQUIRE": "none"}, func(string) {})
+}
+
 // serve runs the core with env until it is ready, calls check, cancels it
 // and checks it exits 0 having logged every want.
 func serve(t *testing.T, env map[string]string, check func(addr string), want ...string) {
+	t.Helper()
+	serveUntil(t, env, func(code int) bool { return code == 200 }, check, want...)
+}
+
+// serveUntil is serve with its own test of the /ready status code (0: no
+// answer yet).
+func serveUntil(t *testing.T, env map[string]string, up func(code int) bool, check func(addr string), want ...string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -119,11 +174,13 @@ func serve(t *testing.T, env map[string]string, check func(addr string), want ..
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get(fmt.Sprintf("http://%s/ready", addr))
+		code := 0
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+			code = resp.StatusCode
+		}
+		if up(code) {
+			break
 		}
 		if time.Now().After(deadline) {
 			cancel()

@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Environment variables.
@@ -322,4 +324,44 @@ func (e *Env) Limited(tb testing.TB, rules []rbacv1.PolicyRule) *kubernetes.Clie
 		}
 	}
 	return cs
+}
+
+// LimitedKubeconfig binds exactly rules to LimitedUser (as Limited does)
+// and writes a kubeconfig for that user, for code that takes a kubeconfig
+// path (an agent's KUBECONFIG). With no rules it returns once the
+// authorizer denies the user a List of pods.
+func (e *Env) LimitedKubeconfig(tb testing.TB, rules []rbacv1.PolicyRule) string {
+	tb.Helper()
+	cs := e.Limited(tb, rules)
+	if len(rules) == 0 {
+		ctx := context.Background()
+		attrs := &authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods"}
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			ok, err := allowed(ctx, cs, attrs)
+			return !ok, err
+		})
+		if err != nil {
+			tb.Fatalf("%s still may list pods after its rules were removed: %v", LimitedUser, err)
+		}
+	}
+	auth := &clientcmdapi.AuthInfo{}
+	if e.limitedToken != "" {
+		auth.Token = e.limitedToken
+	} else {
+		auth.Impersonate = LimitedUser
+		auth.Token = e.Config.BearerToken
+		auth.ClientCertificateData, auth.ClientKeyData = e.Config.CertData, e.Config.KeyData
+		auth.ClientCertificate, auth.ClientKey = e.Config.CertFile, e.Config.KeyFile
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["testenv"] = &clientcmdapi.Cluster{Server: e.Config.Host,
+		CertificateAuthorityData: e.Config.CAData, CertificateAuthority: e.Config.CAFile, InsecureSkipTLSVerify: e.Config.Insecure}
+	cfg.AuthInfos[LimitedUser] = auth
+	cfg.Contexts["limited"] = &clientcmdapi.Context{Cluster: "testenv", AuthInfo: LimitedUser}
+	cfg.CurrentContext = "limited"
+	path := filepath.Join(tb.TempDir(), "limited.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		tb.Fatalf("writing the limited kubeconfig: %v", err)
+	}
+	return path
 }

@@ -231,8 +231,8 @@ func waitReady(ctx context.Context, url string, p *Proc, timeout time.Duration) 
 // readySummary renders an agent's /ready checks ("cluster ok, gitops ok").
 func readySummary(body map[string]any) string {
 	keys := make([]string, 0, len(body))
-	for k := range body {
-		if k != "ready" && k != "status" {
+	for k, v := range body {
+		if _, isString := v.(string); isString && k != "status" && k != "error" {
 			keys = append(keys, k)
 		}
 	}

@@ -144,6 +144,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 
 	metrics := engine.NewMetrics(a.Reg)
 	var model engine.Model
+	var llmClient *llm.Client
 	modelName := "none"
 	if !cfg.Deterministic() {
 		eps := []llm.Endpoint{{Name: "primary", BaseURL: cfg.String("LLM_BASE_URL"), APIKey: cfg.String("LLM_API_KEY"), Model: cfg.String("AGENT_MODEL")}}
@@ -165,6 +166,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			return nil, fmt.Errorf("model client: %w", err)
 		}
 		model = llmModel{c}
+		llmClient = c
 		modelName = cfg.String("AGENT_MODEL")
 	}
 
@@ -188,13 +190,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	a.Engine = eng
 
-	checks := []server.Check{{Name: "store", Func: func(ctx context.Context) (string, error) {
-		if sw, ok := st.(interface{ State() string }); ok {
-			return sw.State(), nil
-		}
-		return st.Kind(), st.Ping(ctx)
-	}}, {Name: "model", Func: func(context.Context) (string, error) { return modelName, nil }}}
-	checks = append(checks, a.extraChecks()...)
+	checks, err := a.readyChecks(set, llmClient)
+	if err != nil {
+		return nil, err
+	}
 	a.Server = server.New(server.Deps{
 		Engine: eng, Store: st, Info: func() any { return a.info(set, modelName) }, Checks: checks,
 		AuthToken: cfg.String("AUTH_TOKEN"), Gatherer: a.Reg, Log: log.Named("http"),

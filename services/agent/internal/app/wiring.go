@@ -18,7 +18,6 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 	"github.com/kubecrew/kubecrew/services/agent/internal/playbook"
 	"github.com/kubecrew/kubecrew/services/agent/internal/pulseserver"
-	"github.com/kubecrew/kubecrew/services/agent/internal/server"
 )
 
 type (
@@ -103,22 +102,6 @@ func (a *App) backstop() engine.Backstop {
 		return playbook.NoorBackstop(a.playbookDeps())
 	}
 	return nil
-}
-
-func (a *App) extraChecks() []server.Check {
-	checks := []server.Check{{Name: "cluster", Func: func(ctx context.Context) (string, error) {
-		if err := a.Kube.Ready(ctx); err != nil {
-			return "", err
-		}
-		return "ok", nil
-	}}}
-	checks = append(checks, server.Check{Name: "gitops", Func: func(context.Context) (string, error) {
-		if !a.forgeOK {
-			return "not configured (GITOPS_FORGE, GITOPS_REPO)", nil
-		}
-		return "ok", nil
-	}})
-	return checks
 }
 
 // openStore opens the agent's store: in memory without DATABASE_URL, else

@@ -86,6 +86,7 @@ var specs = []spec{
 	{"TOOL_OUTPUT_MAX_CHARS", "8000", kInt, "tool output budget (head 2/3, tail 1/3)"},
 	{"MEMORY_MAX_CHARS", "4000", kInt, "MEMORY budget in the prompt"},
 	{"LOG_LEVEL", "info", kString, "debug|info|warn|error"},
+	{"READY_REQUIRE", "cluster,store,model", kList, "dependencies that must be usable for GET /ready to answer 200: cluster, store, model, gitops, or none"},
 	{"GITOPS_FORGE", "", kString, "github|local"},
 	{"GITOPS_REPO", "", kString, "owner/name, or a local repository path"},
 	{"GITOPS_BRANCH", "main", kString, "base branch"},
@@ -188,6 +189,10 @@ func personaChoices() string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// Fail returns the configuration error for a setting whose value the
+// caller found wrong, naming where the value came from.
+func (c *Config) Fail(name, msg string) error { return c.fail(name, msg) }
 
 func (c *Config) fail(name, msg string) error {
 	s := c.settings[name]

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/readiness"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 )
@@ -30,21 +31,13 @@ import (
 // MaxBodyBytes bounds every request body.
 const MaxBodyBytes = 1 << 20
 
-// Check is one readiness component.
-type Check struct {
-	Name string
-	// Critical checks make /ready answer 503 when they fail; the others are
-	// reported but keep the agent ready (it still serves what it can).
-	Critical bool
-	Func     func(ctx context.Context) (state string, err error)
-}
-
 // Deps are the server's dependencies.
 type Deps struct {
-	Engine    *engine.Engine
-	Store     store.AgentStore
-	Info      func() any // GET /info body
-	Checks    []Check
+	Engine *engine.Engine
+	Store  store.AgentStore
+	Info   func() any // GET /info body
+	// Checks are /ready's dependencies (README "Readiness").
+	Checks    []readiness.Check
 	AuthToken string
 	Gatherer  prometheus.Gatherer
 	Log       *zap.Logger
@@ -171,27 +164,17 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	// within the manifests' 4s probe timeout; slow probes are cached
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	body := map[string]any{}
-	ok := !s.draining.Load()
-	if !ok {
+	var extra []readiness.Failure
+	draining := s.draining.Load()
+	if draining {
+		extra = append(extra, readiness.Failure{Dependency: "shutdown", Error: "draining: the agent is shutting down"})
+	}
+	code, body := readiness.Evaluate(ctx, s.d.Checks, extra...)
+	if draining {
 		body["shutdown"] = "draining"
-	}
-	for _, c := range s.d.Checks {
-		state, err := c.Func(ctx)
-		if err != nil {
-			state = "unavailable: " + err.Error()
-			if c.Critical {
-				ok = false
-			}
-		}
-		body[c.Name] = state
-	}
-	body["ready"] = ok
-	code := http.StatusOK
-	if !ok {
-		code = http.StatusServiceUnavailable
 	}
 	WriteJSON(w, code, body)
 }

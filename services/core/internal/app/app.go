@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/readiness"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
@@ -197,16 +198,41 @@ func (a *App) auth(next http.Handler) http.Handler {
 func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := a.d.Store.Ping(ctx); err != nil {
-		api.WriteError(w, http.StatusServiceUnavailable, "store %s not ready: %v", a.d.Store.Kind(), err)
-		return
+	code, body := readiness.Evaluate(ctx, []readiness.Check{{
+		Name: config.DepStore, Required: a.cfg.ReadyRequire[config.DepStore], Probe: a.storeProbe,
+	}})
+	// "store" is what serves now; "store_state" says why it is memory, if
+	// it is (the fall-open store).
+	if body["ready"] == true {
+		body["status"] = "ready"
+	} else {
+		body["status"] = "not ready"
 	}
-	ans := map[string]string{"status": "ready", "store": a.d.Store.Kind()}
-	// The fall-open store says why it serves from memory, if it does.
-	if s, ok := a.d.Store.(interface{ State() string }); ok {
-		ans["store_state"] = s.State()
+	body["store_state"] = body[config.DepStore]
+	body[config.DepStore] = a.d.Store.Kind()
+	api.WriteJSON(w, code, body)
+}
+
+// storeProbe: memory without DATABASE_URL and Postgres are usable. A
+// DATABASE_URL Postgres refused (no such database, credentials,
+// permissions) is not; nor is an outage when several replicas share the
+// database (CORE_REPLICAS), since each would then dedupe alone. A single
+// core rides out an outage from memory.
+func (a *App) storeProbe(ctx context.Context) readiness.Result {
+	sw, ok := a.d.Store.(*store.Switch)
+	if !ok {
+		return readiness.Result{State: a.d.Store.Kind(), Err: a.d.Store.Ping(ctx)}
 	}
-	api.WriteJSON(w, http.StatusOK, ans)
+	res := readiness.Result{State: sw.State()}
+	err := sw.Usable()
+	switch {
+	case err == nil:
+	case store.Refused(err):
+		res.Err = fmt.Errorf("DATABASE_URL is refused by Postgres (serving from memory until it is fixed): %w", err)
+	case a.cfg.Replicas > 1:
+		res.Err = fmt.Errorf("DATABASE_URL unreachable and CORE_REPLICAS=%d: a replica serving from memory would dedupe alone: %w", a.cfg.Replicas, err)
+	}
+	return res
 }
 
 // Handler is the core's HTTP handler.

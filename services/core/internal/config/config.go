@@ -7,10 +7,13 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
+
+	"github.com/kubecrew/kubecrew/pkg/readiness"
 )
 
 // Defaults.
@@ -39,7 +42,17 @@ type Config struct {
 	Cooldown    time.Duration
 	AuthToken   string
 	LogLevel    zapcore.Level
+	// Replicas is how many core processes share DATABASE_URL
+	// (CORE_REPLICAS): with more than one, a core serving from memory
+	// would dedupe alone, so it is not ready.
+	Replicas int
+	// ReadyRequire lists the dependencies /ready requires (READY_REQUIRE:
+	// store, or none).
+	ReadyRequire map[string]bool
 }
+
+// Dependencies the core's /ready reports.
+const DepStore = "store"
 
 // Load reads the configuration through getenv (os.Getenv in main, a map in
 // tests). Every error names the variable at fault.
@@ -61,6 +74,15 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.CallTimeout >= c.Cooldown {
 		return Config{}, fmt.Errorf("AGENT_CALL_TIMEOUT (%s) must be less than ALERT_COOLDOWN (%s): otherwise an alert becomes eligible for a second investigation while the first is still running", c.CallTimeout, c.Cooldown)
+	}
+	c.Replicas = 1
+	if v := strings.TrimSpace(getenv("CORE_REPLICAS")); v != "" {
+		if c.Replicas, err = strconv.Atoi(v); err != nil || c.Replicas < 1 {
+			return Config{}, fmt.Errorf("CORE_REPLICAS: %q is not a whole number of at least 1", v)
+		}
+	}
+	if c.ReadyRequire, err = readiness.ParseRequire(or(getenv("READY_REQUIRE"), DepStore), []string{DepStore}); err != nil {
+		return Config{}, fmt.Errorf("READY_REQUIRE: %w", err)
 	}
 	if c.LogLevel, err = logLevel(getenv("LOG_LEVEL")); err != nil {
 		return Config{}, err

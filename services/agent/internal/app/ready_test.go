@@ -1,0 +1,188 @@
+package app_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
+	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
+	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
+)
+
+type readyBody struct {
+	Ready   bool                       `json:"ready"`
+	Require []string                   `json:"require"`
+	Error   string                     `json:"error"`
+	Failing []readyFailure             `json:"failing"`
+	Details map[string]json.RawMessage `json:"details"`
+	Cluster string                     `json:"cluster"`
+	Store   string                     `json:"store"`
+	Model   string                     `json:"model"`
+}
+
+type readyFailure struct{ Dependency, Error string }
+
+type detail struct {
+	Identity string `json:"identity"`
+	Access   []struct {
+		Verb, Resource string
+		Allowed        bool
+		Tools          []string
+	} `json:"access"`
+}
+
+func getReady(t *testing.T, a *agent) (int, readyBody) {
+	t.Helper()
+	code, b := do(t, "GET", a.url+"/ready", "")
+	var r readyBody
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("/ready body %s: %v", b, err)
+	}
+	t.Logf("/ready = %d %s", code, b)
+	return code, r
+}
+
+// failing returns the failure of dep, or fails the test.
+func failing(t *testing.T, r readyBody, dep string) string {
+	t.Helper()
+	for _, f := range r.Failing {
+		if f.Dependency == dep {
+			return f.Error
+		}
+	}
+	t.Fatalf("failing = %+v, want %s among them", r.Failing, dep)
+	return ""
+}
+
+// A ServiceAccount without RBAC (the most common first-deploy mistake) is
+// not "cluster ok": /ready asks the API server what the identity may do,
+// reports each permission, and answers 503.
+func TestReadyForbiddenIdentityOnRealAPIServer(t *testing.T) {
+	env := kubetest.Start(t)
+	kc := env.LimitedKubeconfig(t, nil)
+	a := start(t, map[string]string{"AGENT_PERSONA": "noor", "KUBECONFIG": kc})
+	code, r := getReady(t, a)
+	if code != http.StatusServiceUnavailable || r.Ready {
+		t.Fatalf("/ready = %d, ready %v; want 503", code, r.Ready)
+	}
+	msg := failing(t, r, "cluster")
+	for _, want := range []string{"forbidden", kubetest.LimitedUser, "list pods", "cluster_problems"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("cluster failure %q does not say %q", msg, want)
+		}
+	}
+	var d detail
+	if err := json.Unmarshal(r.Details["cluster"], &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Identity != kubetest.LimitedUser || len(d.Access) < 10 {
+		t.Fatalf("details.cluster = %+v", d)
+	}
+	for _, g := range d.Access {
+		if g.Allowed || len(g.Tools) == 0 {
+			t.Errorf("access %+v: want denied, with the tools that need it", g)
+		}
+	}
+
+	// Granted exactly what the tools need (the manifests' reader role), it is ready.
+	kc = kubeconfigWith(t, env, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "events", "nodes", "namespaces", "services", "configmaps", "persistentvolumeclaims"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"get", "list"}},
+	})
+	a = start(t, map[string]string{"AGENT_PERSONA": "noor", "KUBECONFIG": kc})
+	if code, r := getReady(t, a); code != http.StatusOK || !r.Ready || !strings.HasPrefix(r.Cluster, "ok") {
+		t.Fatalf("/ready with the reader role = %d %+v", code, r)
+	}
+}
+
+func kubeconfigWith(t *testing.T, env *kubetest.Env, rules []rbacv1.PolicyRule) string {
+	t.Helper()
+	// Limited holds its lock until the test ends; a subtest gets its own.
+	var path string
+	t.Run("rebind", func(t *testing.T) { path = env.LimitedKubeconfig(t, rules) })
+	return path
+}
+
+// A kubeconfig whose server answers 404 (a proxy, a wrong port) is not a
+// cluster.
+func TestReadyClusterThatAnswers404(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	writeFile(t, kc, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "+srv.URL+"}}]\n"+
+		"users: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n")
+	a := start(t, map[string]string{"AGENT_PERSONA": "noor", "KUBECONFIG": kc})
+	code, r := getReady(t, a)
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/ready = %d, want 503", code)
+	}
+	if msg := failing(t, r, "cluster"); !strings.Contains(msg, "404") || !strings.Contains(msg, "not a Kubernetes API server") {
+		t.Errorf("cluster failure %q", msg)
+	}
+	// READY_REQUIRE without cluster: reported, still ready.
+	a = start(t, map[string]string{"AGENT_PERSONA": "noor", "KUBECONFIG": kc, "READY_REQUIRE": "store,model"})
+	if code, r := getReady(t, a); code != http.StatusOK || !strings.Contains(r.Cluster, "not in READY_REQUIRE") {
+		t.Fatalf("/ready without cluster required = %d %+v", code, r)
+	}
+}
+
+// A model endpoint configured but answering 404 (LLM_BASE_URL without /v1,
+// or not an OpenAI-compatible server) fails readiness, saying what to check.
+func TestReadyModelEndpointThatAnswers404(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	a := start(t, map[string]string{"AGENT_PERSONA": "ada", "AGENT_TOOLS": "load_skill",
+		"LLM_BASE_URL": srv.URL, "AGENT_MODEL": "m"})
+	code, r := getReady(t, a)
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/ready = %d, want 503", code)
+	}
+	if msg := failing(t, r, "model"); !strings.Contains(msg, "LLM_BASE_URL") || !strings.Contains(msg, "/v1") {
+		t.Errorf("model failure %q does not point at LLM_BASE_URL and /v1", msg)
+	}
+	// The same agent on a working endpoint is ready.
+	good := llmtest.NewServer(t)
+	a = start(t, map[string]string{"AGENT_PERSONA": "ada", "AGENT_TOOLS": "load_skill",
+		"LLM_BASE_URL": good.URL(), "AGENT_MODEL": "llmtest"})
+	if code, r := getReady(t, a); code != http.StatusOK || r.Model != "llmtest ok" {
+		t.Fatalf("/ready on a working endpoint = %d %+v", code, r)
+	}
+}
+
+// A DATABASE_URL naming a database that does not exist is refused by
+// Postgres: no retry fixes it, so the agent is not ready (it still serves
+// from memory, and says so).
+func TestReadyDatabaseThatDoesNotExist(t *testing.T) {
+	base := pgtest.Need(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/kubecrew_no_such_database"
+	a := start(t, map[string]string{"AGENT_PERSONA": "ada", "AGENT_TOOLS": "load_skill", "DATABASE_URL": u.String()})
+	code, r := getReady(t, a)
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/ready = %d, want 503", code)
+	}
+	if msg := failing(t, r, "store"); !strings.Contains(msg, "DATABASE_URL") || !strings.Contains(msg, "kubecrew_no_such_database") {
+		t.Errorf("store failure %q", msg)
+	}
+}
+
+func writeFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
