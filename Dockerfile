@@ -30,9 +30,9 @@ ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     mkdir -p /out \
  && cd /src/services/agent \
- && go build -ldflags "-s -w -X github.com/kubecrew/kubecrew/services/agent/internal/app.Version=${VERSION}" -o /out/agent . \
+ && go build -ldflags "-s -w -X github.com/kubecrew/kubecrew/pkg/buildinfo.Version=${VERSION}" -o /out/agent . \
  && cd /src/services/core \
- && go build -ldflags "-s -w" -o /out/core .
+ && go build -ldflags "-s -w -X github.com/kubecrew/kubecrew/pkg/buildinfo.Version=${VERSION}" -o /out/core .
 
 # distroless static: no shell, no package manager, uid 65532 (nonroot).
 FROM gcr.io/distroless/static-debian12:nonroot

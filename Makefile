@@ -7,7 +7,7 @@ TOOLS_BIN := $(HOME)/.cache/kubecrew/bin
 STATICCHECK_VERSION := v0.8.2
 MODULES := pkg agents services/agent services/core
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -s -w -X github.com/kubecrew/kubecrew/services/agent/internal/app.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/kubecrew/kubecrew/pkg/buildinfo.Version=$(VERSION)
 
 .PHONY: help build test run e2e lint bench checkdeps vet fmt staticcheck clean
 

@@ -191,7 +191,7 @@ func (c *Client) Send(ctx context.Context, call Call) (Result, error) {
 		entry.FinishedAt = &now
 		c.record(ctx, log, entry)
 		c.o.Observe(call.Verb, OutcomeRefused, 0)
-		log.Info("a2a message refused before sending", zap.Error(err))
+		log.Warn("a2a message refused before sending", zap.Error(err))
 		res.Outcome = OutcomeRefused
 		return res, err
 	}
@@ -215,10 +215,15 @@ func (c *Client) Send(ctx context.Context, call Call) (Result, error) {
 	}
 	c.o.Observe(call.Verb, res.Outcome, end.Sub(start))
 	if err != nil {
-		log.Info("a2a message not answered", zap.String("outcome", res.Outcome), zap.Error(err))
+		log.Warn("a2a call failed", zap.String("outcome", res.Outcome), zap.String("peer_url", peer.BaseURL), zap.Error(err))
 		return res, &CallError{To: peer.Slug, Outcome: res.Outcome, Err: err}
 	}
-	log.Debug("a2a message answered", zap.String("outcome", res.Outcome), zap.String("task_id", res.TaskID))
+	if res.Outcome == OutcomeFailed || res.Outcome == OutcomeCanceled {
+		log.Warn("a2a call answered: the peer's run did not succeed", zap.String("outcome", res.Outcome),
+			zap.String("task_id", res.TaskID), zap.String("error", res.Error))
+	}
+	log.Debug("a2a message answered", zap.String("outcome", res.Outcome), zap.String("task_id", res.TaskID),
+		zap.String("text", text), zap.String("answer", res.Answer), zap.Duration("duration", end.Sub(start)))
 	return res, nil
 }
 

@@ -13,6 +13,8 @@ import (
 
 	sdk "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/persona"
@@ -261,5 +263,29 @@ func TestSendTimeoutSaysWhich(t *testing.T) {
 	}
 	if e := auditOf(t, st)[0]; e.Outcome != OutcomeFailed || e.Text != "restart web" {
 		t.Fatalf("audit = %+v", e)
+	}
+}
+
+// A failed A2A call is logged at warn with the error and the peer's URL.
+func TestFailedCallLoggedAtWarn(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close() // nothing listens there any more
+	peers, err := NewPeers(map[string]string{"k8s-engineer": srv.URL}, "", "", "platform-sre")
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	c, err := NewClient(ClientOptions{Self: persona.Info{Name: "noor", Slug: "platform-sre"}, Peers: peers,
+		Audit: store.NewMemory(nil), Timeout: 5 * time.Second, Log: zap.New(core)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(context.Background(), Call{To: "sol", Verb: VerbDelegate, Text: "restart web"}); err == nil {
+		t.Fatal("a call to a closed port succeeded")
+	}
+	warns := logs.FilterLevelExact(zap.WarnLevel).FilterMessage("a2a call failed").All()
+	if len(warns) != 1 || warns[0].ContextMap()["error"] == nil || warns[0].ContextMap()["peer_url"] != srv.URL {
+		t.Fatalf("warn logs = %+v (all: %+v)", warns, logs.All())
 	}
 }

@@ -32,6 +32,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.stale, m.opened, m.merges)
 	}
+	for _, r := range []string{"merged", "refused", "error"} { // every result from the start, at 0
+		m.merges.WithLabelValues(r)
+	}
 	return m
 }
 

@@ -58,7 +58,7 @@ type Client struct {
 	// cmValueKeys are the ConfigMap keys whose values k8s_get_yaml shows;
 	// every other value is redacted (keys only).
 	cmValueKeys map[string]bool
-	host  string // the API server URL, when known
+	host        string // the API server URL, when known
 }
 
 // Option configures a Client.

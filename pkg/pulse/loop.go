@@ -190,5 +190,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.ticks, m.runs)
 	}
+	// every known series from the start, at 0
+	for _, o := range []string{OutcomeRan, OutcomeNothingDue, OutcomeBusy, OutcomeNotLeader, OutcomeError} {
+		m.ticks.WithLabelValues(o)
+	}
+	for _, c := range []Cadence{Continuous, Daily, Weekly} {
+		for _, s := range []string{"completed", "partial", "failed", "not_started"} {
+			m.runs.WithLabelValues(string(c), s)
+		}
+	}
 	return m
 }

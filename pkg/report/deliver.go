@@ -76,6 +76,11 @@ func NewDeliverer(o Options) (*Deliverer, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
+	for _, t := range o.Targets { // every target's series from the start, at 0
+		for _, s := range []string{StatusDelivered, StatusPartial, StatusDuplicate, StatusPosted, StatusFailed, StatusEmpty} {
+			o.Metrics.deliveries.WithLabelValues(t.Name(), s)
+		}
+	}
 	return &Deliverer{sender: o.Sender, targets: o.Targets, stamps: o.Stamps, now: o.Now, log: o.Log, metrics: o.Metrics}, nil
 }
 

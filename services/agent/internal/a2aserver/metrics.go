@@ -1,6 +1,10 @@
 package a2aserver
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubecrew/kubecrew/pkg/a2a"
+)
 
 type metrics struct {
 	messages     *prometheus.CounterVec
@@ -22,6 +26,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.messages, m.callDuration)
+	}
+	// every known series from the start, at 0
+	for _, v := range a2a.Verbs {
+		for _, o := range []string{a2a.OutcomeAccepted, a2a.OutcomeRefused} {
+			m.messages.WithLabelValues(a2a.DirectionReceived, string(v), o)
+		}
+		for _, o := range []string{a2a.OutcomeAccepted, a2a.OutcomeCompleted, a2a.OutcomePartial, a2a.OutcomeFailed,
+			a2a.OutcomeCanceled, a2a.OutcomeRefused, a2a.OutcomePending} {
+			m.messages.WithLabelValues(a2a.DirectionSent, string(v), o)
+		}
 	}
 	return m
 }

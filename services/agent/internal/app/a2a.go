@@ -25,7 +25,7 @@ func (a *App) a2aTools() ([]tools.Tool, error) {
 		Persona: cfg.Persona, DisplayName: cfg.String("AGENT_DISPLAY_NAME"), Version: Version,
 		Peers: peers, Token: cfg.String("AUTH_TOKEN"), MaxDepth: cfg.Int("MAX_SOCIAL_DEPTH"),
 		CallTimeout: cfg.Duration("A2A_CALL_TIMEOUT"), Store: a.Store,
-		Log: a.Log.Named("a2a"), Registerer: a.Reg,
+		Log: a.Log.Named("a2a"), Registerer: a.metricsReg,
 	})
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubecrew/kubecrew/agents"
+	"github.com/kubecrew/kubecrew/pkg/buildinfo"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/llm"
@@ -32,8 +33,8 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/server"
 )
 
-// Version is set at build time (-ldflags "-X …/app.Version=…").
-var Version = "dev"
+// Version is the build's version (pkg/buildinfo, set at build time).
+var Version = buildinfo.Version
 
 // LoadPersona loads a persona from dir (PERSONA_DIR) or the embedded files.
 func LoadPersona(dir, name string) (*persona.Persona, error) {
@@ -65,6 +66,8 @@ type App struct {
 	Engine *engine.Engine
 	Server *server.Server
 	Reg    *prometheus.Registry
+	// metricsReg registers on Reg with the agent label.
+	metricsReg prometheus.Registerer
 
 	// Registry holds every tool the binary knows, resolved or not.
 	Registry *tools.Registry
@@ -96,6 +99,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	a := &App{Config: cfg, Log: log, Reg: prometheus.NewRegistry()}
 	a.bg, a.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	a.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Every kubecrew metric of an agent carries agent="<slug>" (README
+	// "Metrics"), so one dashboard reads the whole fleet.
+	a.metricsReg = prometheus.WrapRegistererWith(prometheus.Labels{"agent": p.Slug}, a.Reg)
+	buildinfo.Register(a.metricsReg, "agent")
 
 	st := o.Store
 	if st == nil {
@@ -142,7 +149,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		return nil, err
 	}
 
-	metrics := engine.NewMetrics(a.Reg)
+	metrics := engine.NewMetrics(a.metricsReg)
 	var model engine.Model
 	var llmClient *llm.Client
 	modelName := "none"
@@ -167,6 +174,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		}
 		model = llmModel{c}
 		llmClient = c
+		var names []string
+		for _, e := range c.Endpoints() {
+			names = append(names, e.Name)
+		}
+		metrics.InitModel(names, []string{llm.OutcomeOK, llm.KindTimeout, llm.KindConnection, llm.KindHTTP5xx, llm.KindRateLimited})
 		modelName = cfg.String("AGENT_MODEL")
 	}
 

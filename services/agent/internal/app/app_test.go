@@ -239,8 +239,8 @@ func TestAsyncRunAndTrace(t *testing.T) {
 		t.Errorf("system prompt lacks the context")
 	}
 	_, mb := do(t, "GET", a.url+"/metrics", "")
-	for _, m := range []string{`kubecrew_agent_runs_total{agent="platform-sre",status="completed",workflow="manual"} 1`,
-		`kubecrew_agent_tool_calls_total{outcome="ok",tool="report_finding"} 1`, `kubecrew_agent_model_requests_total`} {
+	for _, m := range []string{`kubecrew_agent_runs_total{agent="platform-sre",status="completed",workflow_type="manual"} 1`,
+		`kubecrew_agent_tool_calls_total{agent="platform-sre",outcome="ok",tool="report_finding"} 1`, `kubecrew_agent_model_requests_total`} {
 		if !strings.Contains(string(mb), m) {
 			t.Errorf("/metrics lacks %s", m)
 		}

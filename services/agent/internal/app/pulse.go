@@ -57,7 +57,7 @@ func (a *App) setupPulse(ctx context.Context) error {
 		Runner:   pulseserver.EngineRunner{Engine: a.Engine},
 		Interval: interval, Timeout: timeout, Enabled: enabled,
 		StartDelay: min(interval, pulseStartDelay),
-		Log:        log, Metrics: pulse.NewMetrics(a.Reg),
+		Log:        log, Metrics: pulse.NewMetrics(a.metricsReg),
 	}
 	if a.Deliverer != nil {
 		o.Reporter = a.Deliverer

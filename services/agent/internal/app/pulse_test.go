@@ -42,8 +42,8 @@ func TestPulseEndpointsOnTheWholeAgent(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(b), `"outcome":"nothing_due"`) {
 		t.Errorf("second POST /pulse = %d %s", code, b)
 	}
-	if code, b := do(t, http.MethodGet, a.url+"/metrics", ""); !strings.Contains(string(b), `kubecrew_pulse_ticks_total{outcome="nothing_due"} 1`) ||
-		!strings.Contains(string(b), `kubecrew_pulse_task_runs_total{cadence="weekly"`) {
+	if code, b := do(t, http.MethodGet, a.url+"/metrics", ""); !strings.Contains(string(b), `kubecrew_pulse_ticks_total{agent="k8s-engineer",outcome="nothing_due"} 1`) ||
+		!strings.Contains(string(b), `kubecrew_pulse_task_runs_total{agent="k8s-engineer",cadence="weekly",status="completed"} 1`) {
 		t.Errorf("metrics (%d) lack the pulse counters", code)
 	}
 }

@@ -56,7 +56,7 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		// get_pr's own truncation (which forbids approval) must bite before the
 		// registry's generic one, or a model could approve a diff it saw cut.
 		DiffMaxChars: max(1000, min(gitops.DefaultDiffMaxChars, cfg.Int("TOOL_OUTPUT_MAX_CHARS")-4000)),
-		Metrics:      gitops.NewMetrics(a.Reg), Logger: a.Log.Named("gitops"),
+		Metrics:      gitops.NewMetrics(a.metricsReg), Logger: a.Log.Named("gitops"),
 	})
 	for _, t := range a.Git.Tools() {
 		reg.Add(t)
@@ -72,7 +72,7 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		return &config.Error{Var: "REPORT_COLOR", Msg: err.Error()}
 	}
 	a.Deliverer, err = report.NewDeliverer(report.Options{Sender: sender, Targets: targets, Stamps: a.Store,
-		Log: a.Log.Named("report"), Metrics: report.NewMetrics(a.Reg)})
+		Log: a.Log.Named("report"), Metrics: report.NewMetrics(a.metricsReg)})
 	if err != nil {
 		return err
 	}

@@ -126,6 +126,11 @@ func New(o Options) (*Engine, error) {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
+	var names []string
+	for _, s := range o.Tools.Specs() {
+		names = append(names, s.Name)
+	}
+	o.Metrics.initTools(names)
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
@@ -193,7 +198,10 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 		ID: e.opts.NewID(), Req: req, Mode: mode, Tools: set, Persona: p,
 		Started: e.now().UTC(), e: e, done: make(chan struct{}),
 	}
-	r.log = e.log.With(zap.String("run_id", r.ID), zap.String("workflow", req.WorkflowType))
+	r.log = e.log.With(zap.String("run_id", r.ID), zap.String("workflow_type", req.WorkflowType))
+	r.log.Debug("run started", zap.String("task", req.Task), zap.String("mode", mode.String()),
+		zap.String("caller", req.Caller), zap.Int("social_depth", req.SocialDepth), zap.String("discussion_id", req.DiscussionID),
+		zap.Any("context", req.Context), zap.Strings("tools", set.Names()), zap.String("model", e.modelName()))
 
 	e.mu.Lock()
 	if e.closed {
@@ -375,10 +383,29 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	if err := e.opts.Store.UpdateRun(bg, rec); err != nil {
 		r.log.Warn("run record not updated", zap.Error(err))
 	}
-	e.metrics.runs.WithLabelValues(e.opts.Agent.Slug, r.Req.WorkflowType, res.Status).Inc()
-	e.metrics.runDuration.WithLabelValues(e.opts.Agent.Slug, r.Req.WorkflowType).Observe(finished.Sub(r.Started).Seconds())
-	r.log.Info("run finished", zap.String("status", res.Status), zap.Int("findings", len(res.Findings)),
-		zap.Int("iterations", res.Iterations), zap.Duration("duration", finished.Sub(r.Started)))
+	e.metrics.runs.WithLabelValues(r.Req.WorkflowType, res.Status).Inc()
+	e.metrics.runDuration.WithLabelValues(r.Req.WorkflowType).Observe(finished.Sub(r.Started).Seconds())
+	fields := []zap.Field{zap.String("status", res.Status), zap.String("verdict", res.Verdict),
+		zap.Int("findings", len(res.Findings)), zap.Int("iterations", res.Iterations), zap.Duration("duration", finished.Sub(r.Started))}
+	if o.err != nil {
+		fields = append(fields, zap.Error(o.err))
+	}
+	switch {
+	case res.Status == api.StatusFailed:
+		r.log.Warn("run failed", fields...)
+	case o.err != nil:
+		r.log.Warn("run finished with an error", fields...)
+	default:
+		r.log.Info("run finished", fields...)
+	}
+	if ce := r.log.Check(zap.DebugLevel, "run result"); ce != nil {
+		keys := make([]string, 0, len(res.Findings))
+		for _, f := range res.Findings {
+			keys = append(keys, f.Severity+" "+f.Key)
+		}
+		ce.Write(zap.String("answer", res.Answer), zap.Strings("findings", keys), zap.String("findings_source", source),
+			zap.Any("delegation", res.Delegation), zap.Any("tokens", res.Tokens))
+	}
 
 	r.mu.Lock()
 	r.result = res

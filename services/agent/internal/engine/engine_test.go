@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/kubecrew/kubecrew/agents"
 	"github.com/kubecrew/kubecrew/pkg/api"
@@ -45,6 +49,7 @@ type rigOpts struct {
 	backstop   engine.Backstop
 	noModel    bool
 	personaArg string
+	log        *zap.Logger
 }
 
 // echo is a read-only tool: it returns its argument.
@@ -113,7 +118,7 @@ func newRig(t *testing.T, o rigOpts, script ...llmtest.Reply) *rig {
 	eng, err := engine.New(engine.Options{
 		Agent: p.Info, Persona: func() (*persona.Persona, error) { return p, nil }, Tools: set,
 		Model: m, ModelName: "test-model", Playbook: o.playbook, Backstop: o.backstop, Store: st,
-		MaxIterations: maxIter, SynthesisTimeout: 2 * time.Second, RunTimeout: 30 * time.Second,
+		MaxIterations: maxIter, SynthesisTimeout: 2 * time.Second, RunTimeout: 30 * time.Second, Log: o.log,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -464,5 +469,34 @@ func TestValidate(t *testing.T) {
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("Validate(%+v) = %v, want %q", tc.req, err, tc.want)
 		}
+	}
+}
+
+// A failed run is logged at warn with its error; debug adds the task and
+// the result.
+func TestFailedRunLoggedAtWarnWithTheError(t *testing.T) {
+	core, logs := observer.New(zap.DebugLevel)
+	r := newRig(t, rigOpts{log: zap.New(core), personaArg: "dax"}, llmtest.Status(401, `{"error":{"message":"bad key"}}`, "application/json"))
+	res := r.run(t, api.RunRequest{Task: "review the Dockerfile"})
+	if res.Error == "" {
+		t.Fatalf("result = %+v, want an error", res)
+	}
+	var warned, started, result bool
+	for _, e := range logs.All() {
+		f := e.ContextMap()
+		switch {
+		case e.Level == zap.WarnLevel && strings.HasPrefix(e.Message, "run f"):
+			warned = strings.Contains(fmt.Sprint(f["error"]), "bad key") && f["workflow_type"] == "manual" && f["status"] == res.Status
+		case e.Level == zap.DebugLevel && e.Message == "run started":
+			started = f["task"] == "review the Dockerfile"
+		case e.Level == zap.DebugLevel && e.Message == "run result":
+			result = f["answer"] == res.Answer
+		}
+	}
+	if !warned || !started || !result {
+		for _, e := range logs.All() {
+			t.Logf("%s %s %v", e.Level, e.Message, e.ContextMap())
+		}
+		t.Fatalf("warn with the error %v, debug run started %v, debug run result %v", warned, started, result)
 	}
 }

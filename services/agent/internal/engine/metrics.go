@@ -3,11 +3,14 @@ package engine
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/redact"
+	"github.com/kubecrew/kubecrew/pkg/tools"
 )
 
-// Metrics of the run engine. Label values are bounded: agent slugs,
-// workflow types, statuses, tool names from the registry, outcomes.
+// Metrics of the run engine. Label values are bounded: workflow types,
+// statuses, tool names from the registry, outcomes. The agent label is the
+// registerer's (every agent metric carries it; see app.New).
 type Metrics struct {
 	runs          *prometheus.CounterVec
 	runDuration   *prometheus.HistogramVec
@@ -23,12 +26,12 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "kubecrew_agent_runs_total", Help: "Runs finished, by agent, workflow type and status.",
-		}, []string{"agent", "workflow", "status"}),
+			Name: "kubecrew_agent_runs_total", Help: "Runs finished, by workflow type and status.",
+		}, []string{"workflow_type", "status"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "kubecrew_agent_run_duration_seconds", Help: "Run duration.",
 			Buckets: []float64{0.01, 0.1, 0.5, 1, 5, 15, 60, 180, 600, 1200, 2400},
-		}, []string{"agent", "workflow"}),
+		}, []string{"workflow_type"}),
 		modelRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecrew_agent_model_requests_total", Help: "Model requests by endpoint and outcome.",
 		}, []string{"endpoint", "outcome"}),
@@ -51,7 +54,43 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.runs, m.runDuration, m.modelRequests, m.tokens, m.toolCalls, m.guardDenials, m.inFlight, m.redactions)
 	}
+	// Every known series exists from the start at 0: a rate over a series
+	// that appears with its first event misses that event.
+	for _, w := range api.Workflows {
+		for _, s := range []string{api.StatusCompleted, api.StatusPartial, api.StatusFailed} {
+			m.runs.WithLabelValues(w, s)
+		}
+	}
+	for _, k := range []string{"prompt", "completion"} {
+		m.tokens.WithLabelValues(k)
+	}
+	for _, g := range []string{"name", "execution"} {
+		m.guardDenials.WithLabelValues(g)
+	}
 	return m
+}
+
+// toolOutcomes are the outcomes a tool call is counted under.
+var toolOutcomes = []string{tools.OutcomeOK, tools.OutcomeError, tools.OutcomeDenied, tools.OutcomePanic}
+
+// initTools creates the tool-call series of the tools a run may call, at 0.
+func (m *Metrics) initTools(names []string) {
+	for _, n := range names {
+		for _, o := range toolOutcomes {
+			m.toolCalls.WithLabelValues(n, o)
+		}
+	}
+}
+
+// InitModel creates the model-request series of the named endpoints at 0
+// for the outcomes a healthy endpoint reports (ok) and the common
+// failures; others appear when they first happen.
+func (m *Metrics) InitModel(endpoints []string, outcomes []string) {
+	for _, e := range endpoints {
+		for _, o := range outcomes {
+			m.modelRequests.WithLabelValues(e, o)
+		}
+	}
 }
 
 // ObserveModel counts one model request; it is the llm client's Observe hook.

@@ -250,7 +250,9 @@ func TestDashboardAPI(t *testing.T) {
 		}
 		code, b, _ = do(t, http.MethodGet, c.URL+"/metrics", nil)
 		if code != 200 || !strings.Contains(string(b), `kubecrew_core_alert_decisions_total{decision="dispatched"} 3`) ||
-			!strings.Contains(string(b), `kubecrew_core_investigations_total{agent="platform-sre",status="completed"} 3`) {
+			!strings.Contains(string(b), `kubecrew_core_investigations_total{agent="platform-sre",status="completed"} 3`) ||
+			!strings.Contains(string(b), `kubecrew_core_investigations_total{agent="platform-sre",status="failed"} 0`) ||
+			!strings.Contains(string(b), `kubecrew_build_info{binary="core"`) {
 			t.Fatalf("metrics: %d\n%s", code, grep(string(b), "kubecrew_core"))
 		}
 		code, b, _ = do(t, http.MethodGet, c.URL+"/nope", nil)

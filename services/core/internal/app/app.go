@@ -117,6 +117,7 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 		d.MaintainEvery = 30 * time.Second
 	}
 	a := &App{cfg: cfg, d: d, routes: routes, metrics: metrics.New(d.Registerer)}
+	a.metrics.InitAgents(routes.Agents())
 	a.client = dispatch.NewClient(cfg.Peers, cfg.AuthToken, d.HTTPClient)
 	bg, stop := context.WithCancel(context.Background())
 	a.stop = stop

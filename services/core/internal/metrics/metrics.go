@@ -5,6 +5,8 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubecrew/kubecrew/pkg/buildinfo"
 )
 
 const namespace, subsystem = "kubecrew", "core"
@@ -76,5 +78,19 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, d := range Decisions {
 		m.Decisions.WithLabelValues(d)
 	}
+	buildinfo.Register(reg, "core")
 	return m
+}
+
+// InitAgents creates the per-agent series of the agents alerts go to, at 0,
+// so a rate over them is right from the first investigation.
+func (m *Metrics) InitAgents(slugs []string) {
+	for _, a := range slugs {
+		for _, s := range []string{"completed", "partial", "failed"} {
+			m.Investigations.WithLabelValues(a, s)
+		}
+		for _, o := range []string{"ok", "error"} {
+			m.AgentRequests.WithLabelValues(a, "run", o)
+		}
+	}
 }
