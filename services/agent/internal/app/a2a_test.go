@@ -190,11 +190,11 @@ func TestNoorDelegatesToSolOverA2A(t *testing.T) {
 	}
 	// Metrics on both sides.
 	_, m := a2aDo(t, http.MethodGet, noorURL+"/metrics", "", "")
-	if !strings.Contains(string(m), `kubecrew_a2a_messages_total{direction="sent",outcome="completed",verb="delegate"} 2`) {
+	if !strings.Contains(string(m), `kubecrew_a2a_messages_total{agent="platform-sre",direction="sent",outcome="completed",verb="delegate"} 2`) {
 		t.Errorf("noor's metrics lack the two sent delegations")
 	}
 	_, m = a2aDo(t, http.MethodGet, solURL+"/metrics", "", "")
-	if !strings.Contains(string(m), `kubecrew_a2a_messages_total{direction="received",outcome="accepted",verb="delegate"} 2`) {
+	if !strings.Contains(string(m), `kubecrew_a2a_messages_total{agent="k8s-engineer",direction="received",outcome="accepted",verb="delegate"} 2`) {
 		t.Errorf("sol's metrics lack the two received delegations")
 	}
 
