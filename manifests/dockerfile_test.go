@@ -51,7 +51,7 @@ func fakeRepo(t *testing.T, edits map[string]string) string {
 		"agents/noor/skills/triage/SKILL.md": "# triage\n",
 		"services/agent/go.mod":              "module github.com/kubecrew/kubecrew/services/agent\n",
 		"services/agent/main.go":             "package main\n",
-		"services/agent/internal/app/app.go": "package app\n\n// Version is set at build time.\nvar Version = \"dev\"\n",
+		"pkg/buildinfo/buildinfo.go":         "package buildinfo\n\n// Version is set at build time.\nvar Version = \"dev\"\n",
 		"services/core/go.mod":               "module github.com/kubecrew/kubecrew/services/core\n",
 		"services/core/go.sum":               "",
 		"services/core/main.go":              "package main\n",
@@ -111,7 +111,7 @@ func TestCheckDockerfileCatches(t *testing.T) {
 		{"an exception re-includes", map[string]string{".dockerignore": "**/*.md\n!agents\n"}, ""},
 		{"the builder's Go behind go.work", map[string]string{"Dockerfile": replace("ARG GO_VERSION=1.26", "ARG GO_VERSION=1.25")}, "builder Go \"1.25\", go.work wants go 1.26"},
 		{"a build directory without main", map[string]string{"services/agent/main.go": "", "services/agent/agent.go": "package main\n"}, "go build in services/agent: no main.go"},
-		{"the version variable moved", map[string]string{"services/agent/internal/app/app.go": "package app\n"}, "no `var Version` in services/agent/internal/app"},
+		{"the version variable moved", map[string]string{"pkg/buildinfo/buildinfo.go": "package buildinfo\n"}, "no `var Version` in pkg/buildinfo"},
 		{"root user", map[string]string{"Dockerfile": replace("USER 65532:65532", "USER root")}, "non-root USER"},
 		{"entrypoint not shipped", map[string]string{"Dockerfile": replace(`ENTRYPOINT ["/usr/local/bin/agent"]`, `ENTRYPOINT ["/app/agent"]`)}, "ENTRYPOINT [\"/app/agent\"] is not a binary the image ships"},
 	}
