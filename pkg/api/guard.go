@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -48,4 +51,37 @@ func PlainText(s string) bool {
 		}
 	}
 	return true
+}
+
+// AllowQuery refuses, with 400 {"error": …}, a request carrying a query
+// parameter the route does not take, naming it and what the route takes:
+// a misspelt filter must not silently return everything.
+func AllowQuery(allowed ...string) func(http.Handler) http.Handler {
+	ok := make(map[string]bool, len(allowed))
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	takes := "no query parameters"
+	if len(allowed) > 0 {
+		takes = "only " + strings.Join(allowed, ", ")
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var bad []string
+			for k := range r.URL.Query() {
+				if !ok[k] {
+					bad = append(bad, strconv.Quote(k))
+				}
+			}
+			if len(bad) > 0 {
+				sort.Strings(bad)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_ = json.NewEncoder(w).Encode(ErrorBody{Error: fmt.Sprintf("unknown query parameter %s: %s takes %s",
+					strings.Join(bad, ", "), r.URL.Path, takes)})
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }

@@ -309,3 +309,14 @@ func TestControlCharacterIDsAre400(t *testing.T) {
 		t.Errorf("unknown run = %d %s, want 404", code, body)
 	}
 }
+
+// A list filter the agent does not know is refused, not ignored.
+func TestRunsUnknownQueryParameterRefused(t *testing.T) {
+	a := start(t, map[string]string{"AGENT_PERSONA": "ada", "AGENT_TOOLS": "load_skill"})
+	if code, b := do(t, "GET", a.url+"/runs?workflow=alert", ""); code != 400 || !strings.Contains(string(b), `unknown query parameter \"workflow\"`) {
+		t.Errorf("GET /runs?workflow=alert = %d %s", code, b)
+	}
+	if code, b := do(t, "GET", a.url+"/runs?workflow_type=alert&status=failed", ""); code != 200 {
+		t.Errorf("GET /runs with known filters = %d %s", code, b)
+	}
+}

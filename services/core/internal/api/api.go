@@ -72,18 +72,19 @@ func Routes(r chi.Router, d Deps) {
 		d.Log = zap.NewNop()
 	}
 	s := &server{d}
-	r.Get("/api/v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+	none, paged := kapi.AllowQuery(), kapi.AllowQuery("limit", "cursor")
+	r.With(none).Get("/api/v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(OpenAPI)
 	})
-	r.Get("/api/v1/agents", s.agents)
-	r.Post("/api/v1/agents/{slug}/run", s.run)
-	r.Get("/api/v1/alerts", s.decisions)
-	r.Get("/api/v1/investigations", s.investigations)
-	r.Get("/api/v1/investigations/{id}", s.investigation)
-	r.Get("/api/v1/investigations/{id}/report", s.investigationReport)
-	r.Get("/api/v1/findings", s.findings)
-	r.Get("/api/v1/audit", s.audit)
+	r.With(none).Get("/api/v1/agents", s.agents)
+	r.With(kapi.AllowQuery("async")).Post("/api/v1/agents/{slug}/run", s.run)
+	r.With(paged).Get("/api/v1/alerts", s.decisions)
+	r.With(paged).Get("/api/v1/investigations", s.investigations)
+	r.With(none).Get("/api/v1/investigations/{id}", s.investigation)
+	r.With(none).Get("/api/v1/investigations/{id}/report", s.investigationReport)
+	r.With(kapi.AllowQuery(append([]string{"limit", "cursor"}, findingFilters...)...)).Get("/api/v1/findings", s.findings)
+	r.With(paged).Get("/api/v1/audit", s.audit)
 }
 
 // WriteJSON writes v with code.

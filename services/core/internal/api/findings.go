@@ -3,7 +3,12 @@ package api
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+
+	kapi "github.com/kubecrew/kubecrew/pkg/api"
 
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
@@ -40,9 +45,89 @@ func decodeFindingsCursor(s string) (findingsCursor, bool) {
 	return c, true
 }
 
-// findings lists the findings of investigations, newest investigation first.
+// findingFilters are the query parameters GET /api/v1/findings filters on.
+var findingFilters = []string{"severity", "agent", "namespace", "kind", "reason", "alertname", "remediable"}
+
+// findingFilter keeps the findings matching every parameter given; a
+// parameter may list several values (severity=critical,high).
+type findingFilter struct {
+	sets       map[string]map[string]bool
+	remediable *bool
+}
+
+func parseFindingFilter(r *http.Request) (findingFilter, error) {
+	f := findingFilter{sets: map[string]map[string]bool{}}
+	q := r.URL.Query()
+	for _, name := range findingFilters {
+		vs := q[name]
+		if name == "remediable" {
+			continue // a boolean, below
+		}
+		if len(vs) == 0 {
+			continue
+		}
+		set := map[string]bool{}
+		for _, v := range vs {
+			for _, x := range strings.Split(v, ",") {
+				if x = strings.TrimSpace(x); x != "" {
+					set[x] = true
+				}
+			}
+		}
+		if name == "severity" {
+			for x := range set {
+				if !kapi.ValidSeverity(x) {
+					return f, fmt.Errorf("severity %q: want critical, high, medium or low (a comma list for several)", x)
+				}
+			}
+		}
+		if len(set) > 0 {
+			f.sets[name] = set
+		}
+	}
+	if v := q.Get("remediable"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, fmt.Errorf("remediable %q: want true or false", v)
+		}
+		f.remediable = &b
+	}
+	return f, nil
+}
+
+func (f findingFilter) match(agent, alertname string, fd kapi.Finding) bool {
+	for name, want := range f.sets {
+		var v string
+		switch name {
+		case "severity":
+			v = fd.Severity
+		case "agent":
+			v = agent
+		case "namespace":
+			v = fd.Namespace
+		case "kind":
+			v = fd.Kind
+		case "reason":
+			v = fd.Reason
+		case "alertname":
+			v = alertname
+		}
+		if !want[v] {
+			return false
+		}
+	}
+	return f.remediable == nil || fd.Remediable == *f.remediable
+}
+
+// findings lists the findings of investigations, newest investigation
+// first, filtered by the query (findingFilters).
 func (s *server) findings(w http.ResponseWriter, r *http.Request) {
 	p, err := page(r)
+	if err != nil {
+		WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	filter, err := parseFindingFilter(r)
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, "%v", err)
 		return
@@ -66,6 +151,9 @@ func (s *server) findings(w http.ResponseWriter, r *http.Request) {
 				f0 = cur.F
 			}
 			for f := f0; f < len(inv.Findings); f++ {
+				if !filter.match(inv.Agent, inv.Alertname, inv.Findings[f]) {
+					continue
+				}
 				if len(out.Items) == p.Limit {
 					out.NextCursor = findingsCursor{C: cur.C, I: i, F: f}.encode()
 					WriteJSON(w, http.StatusOK, out)

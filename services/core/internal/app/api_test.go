@@ -23,7 +23,11 @@ func walk(t *testing.T, base string, limit int) []json.RawMessage {
 	var all []json.RawMessage
 	cursor := ""
 	for i := 0; i < 100; i++ {
-		u := base + "?limit=" + itoa(limit)
+		sep := "?"
+		if strings.Contains(base, "?") {
+			sep = "&"
+		}
+		u := base + sep + "limit=" + itoa(limit)
 		if cursor != "" {
 			u += "&cursor=" + url.QueryEscape(cursor)
 		}
@@ -274,4 +278,82 @@ func grep(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// List filters filter, and a query parameter a route does not take is
+// refused, not ignored.
+func TestListFiltersFilterAndUnknownParametersAreRefused(t *testing.T) {
+	c := newCore(t, coreOpts{})
+	// Each run reports one critical and two high findings in the alert's namespace.
+	c.Agent.Reply(func(req kapi.RunRequest) (int, any) {
+		now := time.Now().UTC()
+		ns := req.Context["namespace"]
+		return 200, kapi.RunResult{RunID: "r-" + req.Context["fingerprint"], Agent: "platform-sre", WorkflowType: req.WorkflowType,
+			Status: kapi.StatusCompleted, Answer: "triaged", StartedAt: now, FinishedAt: &now, Findings: []kapi.Finding{
+				{Key: ns + "-a", Severity: kapi.SeverityCritical, Kind: "Deployment", Namespace: ns, Name: "a", Reason: "OOMKilled", Remediable: true},
+				{Key: ns + "-b", Severity: kapi.SeverityHigh, Kind: "Deployment", Namespace: ns, Name: "b", Reason: "ImagePullBackOff"},
+				{Key: ns + "-c", Severity: kapi.SeverityHigh, Kind: "Node", Name: "n1", Reason: "NotReady"},
+			}}
+	})
+	for _, a := range []map[string]any{alert("fp1", "KubePodOOMKilled", "prod", "firing"), alert("fp2", "KubePodCrashLooping", "staging", "firing")} {
+		if code, b := call(t, http.MethodPost, c.URL+"/api/v1/alerts", webhookBody(a)); code != 200 {
+			t.Fatalf("webhook: %d %s", code, b)
+		}
+		c.WaitIdle()
+	}
+	for _, tt := range []struct {
+		query string
+		want  int
+		check func(kapi.Finding) bool
+	}{
+		{"", 6, func(kapi.Finding) bool { return true }},
+		{"severity=critical", 2, func(f kapi.Finding) bool { return f.Severity == kapi.SeverityCritical }},
+		{"severity=critical,high&namespace=prod", 2, func(f kapi.Finding) bool { return f.Namespace == "prod" }},
+		{"remediable=true&alertname=KubePodOOMKilled", 1, func(f kapi.Finding) bool { return f.Remediable && f.Namespace == "prod" }},
+		{"kind=Node&reason=NotReady", 2, func(f kapi.Finding) bool { return f.Kind == "Node" }},
+		{"agent=code-reviewer", 0, nil},
+	} {
+		for _, limit := range []int{1, 50} {
+			items := walk(t, c.URL+"/api/v1/findings?"+tt.query, limit)
+			if len(items) != tt.want {
+				t.Errorf("?%s (limit %d): %d findings, want %d", tt.query, limit, len(items), tt.want)
+			}
+			for _, it := range items {
+				if f := decode[struct{ Finding kapi.Finding }](t, it).Finding; tt.check != nil && !tt.check(f) {
+					t.Errorf("?%s: %+v does not match", tt.query, f)
+				}
+			}
+		}
+	}
+	for _, p := range []string{"/api/v1/findings?severity=urgent", "/api/v1/findings?remediable=maybe",
+		"/api/v1/findings?sevrity=critical", "/api/v1/alerts?status=firing", "/api/v1/investigations?agent=noor",
+		"/api/v1/audit?verb=delegate", "/api/v1/agents?x=1"} {
+		code, b := call(t, http.MethodGet, c.URL+p, nil)
+		if e := decode[struct{ Error string }](t, b).Error; code != 400 || e == "" {
+			t.Errorf("%s: %d %s, want 400 with an error", p, code, b)
+		} else {
+			t.Logf("%s: %s", p, e)
+		}
+	}
+	if _, b := call(t, http.MethodGet, c.URL+"/api/v1/findings?sevrity=critical", nil); !strings.Contains(string(b), `unknown query parameter \"sevrity\"`) ||
+		!strings.Contains(string(b), "severity") {
+		t.Errorf("the error does not name the parameter and what the route takes: %s", b)
+	}
+}
+
+// GET / points to the API instead of a JSON 404.
+func TestIndexPointsToTheAPI(t *testing.T) {
+	c := newCore(t, coreOpts{})
+	code, b := call(t, http.MethodGet, c.URL+"/", nil)
+	idx := decode[struct {
+		API, OpenAPI string
+		Routes       []struct{ Method, Path string }
+	}](t, b)
+	if code != 200 || idx.API != "/api/v1" || idx.OpenAPI != "/api/v1/openapi.yaml" || len(idx.Routes) < 5 {
+		t.Fatalf("GET / = %d %s", code, b)
+	}
+	code, page, hdr := do(t, http.MethodGet, c.URL+"/", nil, "Accept", "text/html,application/xhtml+xml")
+	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") || !strings.Contains(string(page), `href="/api/v1/openapi.yaml"`) {
+		t.Fatalf("GET / for a browser = %d %s\n%.300s", code, hdr.Get("Content-Type"), page)
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/buildinfo"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
@@ -158,6 +159,7 @@ func (a *App) router() http.Handler {
 		api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/ready", a.ready)
+	r.With(kapi.AllowQuery()).Get("/", api.Index(buildinfo.Version))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.d.Gatherer, promhttp.HandlerOpts{}))
 	r.Group(func(r chi.Router) {
 		r.Use(a.auth)
