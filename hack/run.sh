@@ -11,7 +11,7 @@
 #
 #   hack/run.sh [-headless] [-core-port N] [-agent-port N] [-timeout D]   (see bin/sandbox -h)
 #
-# The work is done by services/agent/cmd/sandbox (built here into bin/sandbox); this script adds
+# The work is done by services/agent/internal/sandbox (its flags: cmd/sandbox, built here into bin/sandbox); this script adds
 # a last-resort cleanup of anything it recorded in RUN/pids should the program itself be killed.
 # Env: KUBECREW_RUN_DIR (default: a new /tmp/kubecrew-run.*), KUBECREW_BIN (default bin/), LLM_BASE_URL (+ LLM_API_KEY,
 # AGENT_MODEL) for a model instead of the deterministic playbooks.

@@ -11,13 +11,13 @@
 //
 // With KUBECONFIG set the fleet runs against that cluster instead,
 // read-only: no fixtures, no incident, Sol without k8s_rollout and without
-// a GitOps repository. KUBECREW_ALLOW_ACTIONS=1 opts in to the demo there
-// (see external.go).
+// a GitOps repository. KUBECREW_ALLOW_ACTIONS=1 opts in to the demo there.
 //
 //	sandbox [-headless] [-bin DIR] [-dir DIR] [-core-port N] [-agent-port N] [-timeout D]
 //
 // -headless runs the incident, stops everything and exits 0 only if the
-// pull request was merged (the end-to-end test of `make test`).
+// pull request was merged (`make e2e`). The work is done by
+// services/agent/internal/sandbox; this is its flags.
 package main
 
 import (
@@ -26,17 +26,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
+	"github.com/kubecrew/kubecrew/services/agent/internal/sandbox"
 )
 
 func main() {
@@ -54,33 +51,12 @@ func main() {
 	os.Exit(Main(ctx, force, os.Args[1:], os.Getenv, os.Environ(), os.Stdout, os.Stderr))
 }
 
-// Options are the sandbox's settings.
-type Options struct {
-	Root      string // repository root (hack/testenv.sh, hack/fixtures)
-	BinDir    string // holds agent and core
-	RunDir    string // logs, GitOps repository, cluster directory
-	Headless  bool
-	CorePort  int // 0 = a free port
-	AgentPort int // first of five; 0 = free ports
-	Timeout   time.Duration
-	// Kubeconfig of the user's cluster; "" = start a sandbox.
-	Kubeconfig   string
-	AllowActions bool
-	// Tier of the sandbox cluster (TierSim, TierAPI); "" = DefaultTier.
-	Tier       string
-	LLMBaseURL string
-	Environ    []string
-	// AfterIncident, when set, is called with the running fleet once the
-	// incident has run (tests look at the live agents before the stop).
-	AfterIncident func(f *Fleet, o *Outcome, err error)
-}
-
 // Main parses args and runs; it returns the exit code. ctx ending stops
 // the fleet (Ctrl-C); force ending skips the graceful part of the stop.
 func Main(ctx, force context.Context, args []string, getenv func(string) string, environ []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := Options{Environ: environ}
+	o := sandbox.Options{Environ: environ}
 	fs.BoolVar(&o.Headless, "headless", false, "run the incident, stop everything, exit 0 only if the PR was merged")
 	fs.StringVar(&o.BinDir, "bin", "bin", "directory holding the agent and core binaries (make build)")
 	fs.StringVar(&o.RunDir, "dir", "", "run directory for logs and the GitOps repository (default: a new /tmp/kubecrew-run.*)")
@@ -97,7 +73,7 @@ func Main(ctx, force context.Context, args []string, getenv func(string) string,
 	o.Kubeconfig = strings.TrimSpace(getenv("KUBECONFIG"))
 	o.AllowActions = getenv("KUBECREW_ALLOW_ACTIONS") == "1"
 	o.LLMBaseURL = strings.TrimSpace(getenv("LLM_BASE_URL"))
-	tier, err := ParseTier(getenv(TierEnv))
+	tier, err := sandbox.ParseTier(getenv(sandbox.TierEnv))
 	if err != nil {
 		fmt.Fprintf(stderr, "sandbox: %v\n", err)
 		return 2
@@ -109,376 +85,12 @@ func Main(ctx, force context.Context, args []string, getenv func(string) string,
 		return 2
 	}
 	o.Root = root
-	if err := Run(ctx, force, o, stdout); err != nil {
+	if err := sandbox.Run(ctx, force, o, stdout); err != nil {
 		fmt.Fprintf(stderr, "[kubecrew] %v\n", err)
-		if errors.Is(err, errInterrupted) {
+		if errors.Is(err, sandbox.ErrInterrupted) {
 			return 130
 		}
 		return 1
 	}
 	return 0
-}
-
-// errInterrupted: Ctrl-C came before the fleet was up (or, headless,
-// before the incident ended).
-var errInterrupted = errors.New("interrupted")
-
-// errNotMerged is the headless failure: the incident did not end merged.
-var errNotMerged = errors.New("the incident did not reach \"merged\"")
-
-// Run starts everything, drives the incident (when the mode has one), and
-// then either stops (headless) or waits for ctx to end. It always stops
-// what it started before it returns.
-func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
-	started := time.Now()
-	say := func(format string, args ...any) { fmt.Fprintf(out, "[kubecrew] "+format+"\n", args...) }
-	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
-		return err
-	}
-	for _, b := range []string{"agent", "core"} {
-		if _, err := os.Stat(filepath.Join(o.BinDir, b)); err != nil {
-			return fmt.Errorf("%s/%s missing: run `make build` first (%w)", o.BinDir, b, err)
-		}
-	}
-	autoDir := o.RunDir == ""
-	if autoDir {
-		if o.RunDir, err = os.MkdirTemp("", "kubecrew-run."); err != nil {
-			return err
-		}
-	}
-	logDir := filepath.Join(o.RunDir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return err
-	}
-	if o.Tier == "" {
-		o.Tier = DefaultTier
-	}
-	m := modeOf(o)
-	if o.Headless && m == modeReadOnly {
-		return errors.New("-headless drives the demo incident, which needs the sandbox (unset KUBECONFIG) or, on your own cluster, KUBECREW_ALLOW_ACTIONS=1")
-	}
-	banner(out, o, m)
-
-	sup := NewSupervisor()
-	var cleanups []func()
-	defer func() {
-		if ctx.Err() != nil && err != nil {
-			err = fmt.Errorf("%w (%v)", errInterrupted, err)
-		}
-		what := "the fleet"
-		if m == modeSandbox {
-			what += " and the sandbox cluster"
-		}
-		say("stopping %s", what)
-		stopCtx, cancel := context.WithCancel(force)
-		defer cancel()
-		t0 := time.Now()
-		sup.Stop(stopCtx, 10*time.Second)
-		t1 := time.Now()
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-		kept := "logs kept in " + logDir
-		if o.Headless && autoDir && err == nil {
-			// a passing headless run (make test) leaves no litter; a failing one keeps its logs
-			_ = os.RemoveAll(o.RunDir)
-			kept = "run directory removed"
-		}
-		say("stopped everything it started (fleet %.1fs, then %.1fs); %s", t1.Sub(t0).Seconds(), time.Since(t1).Seconds(), kept)
-	}()
-
-	kubeconfig := o.Kubeconfig
-	var repo string
-	inc := IncidentConfig{Namespace: FixtureNamespace, RepoPath: "apps/" + FixtureNamespace + "/broken-workloads.yaml"}
-	switch m {
-	case modeSandbox:
-		sb, err := startSandbox(ctx, o, out)
-		if sb != nil {
-			cleanups = append(cleanups, func() { sb.Stop(out) })
-			writePIDs(o.RunDir, sb.PIDs(), nil)
-		}
-		if err != nil {
-			return err
-		}
-		kubeconfig = sb.Kubeconfig
-		cs, err := Clientset(kubeconfig)
-		if err != nil {
-			return err
-		}
-		t0 := time.Now()
-		if o.Tier == TierSim {
-			if err := ApplySimFixtures(ctx, cs, o.Root, FixtureNamespace, out); err != nil {
-				return err
-			}
-			say("the six broken workloads and a healthy one run in namespace %s (%d ms)", FixtureNamespace, time.Since(t0).Milliseconds())
-		} else {
-			if err := LoadFixtures(ctx, cs, FixtureNamespace, time.Now()); err != nil {
-				return err
-			}
-			say("loaded the six broken workloads and a healthy one into namespace %s (%d ms)", FixtureNamespace, time.Since(t0).Milliseconds())
-		}
-		inc.Clientset = cs
-	case modeActions:
-		cs, err := Clientset(kubeconfig)
-		if err != nil {
-			return err
-		}
-		undo, err := ApplyRealFixtures(ctx, cs, FixtureNamespace, out)
-		if undo != nil {
-			cleanups = append(cleanups, func() { undo(out) })
-		}
-		if err != nil {
-			return err
-		}
-		inc.Clientset = cs
-	case modeReadOnly:
-		if err := checkCluster(ctx, kubeconfig, out); err != nil {
-			return err
-		}
-	}
-	if m != modeReadOnly {
-		manifests, err := os.ReadFile(filepath.Join(o.Root, kubetest.FixtureManifest))
-		if err != nil {
-			return err
-		}
-		repo = filepath.Join(o.RunDir, "gitops.git")
-		if err := gitops.InitLocalRepo(repo, map[string][]byte{inc.RepoPath: manifests}); err != nil {
-			return fmt.Errorf("creating the GitOps repository: %w", err)
-		}
-		inc.Repo = repo
-		say("GitOps repository (local git, bare): %s holding %s", repo, inc.RepoPath)
-	}
-
-	// Free ports are chosen only now, once the cluster holds its own (its
-	// ports are random too), so the two cannot pick the same one.
-	if o.CorePort, o.AgentPort, err = choosePorts(o.CorePort, o.AgentPort); err != nil {
-		return err
-	}
-	say("starting the core and five agents (logs in %s)", logDir)
-	fleet, err := StartFleet(ctx, FleetConfig{
-		BinDir: o.BinDir, LogDir: logDir, Host: "127.0.0.1", CorePort: o.CorePort, AgentPort: o.AgentPort,
-		Kubeconfig: kubeconfig, GitOpsRepo: repo, ReadOnly: m == modeReadOnly, LLMBaseURL: o.LLMBaseURL, Environ: o.Environ,
-	}, sup, out)
-	writePIDs(o.RunDir, nil, sup)
-	if err != nil {
-		return err
-	}
-	say("fleet ready %.1fs after start", time.Since(started).Seconds())
-
-	var outcome *Outcome
-	var incErr error
-	if m != modeReadOnly {
-		fmt.Fprintln(out)
-		say("the incident: an OOMKill alert for %s/%s, as Alertmanager would send it", FixtureNamespace, IncidentWorkload)
-		ictx, cancel := context.WithTimeoutCause(ctx, o.Timeout, fmt.Errorf("the incident took longer than -timeout %s", o.Timeout))
-		outcome, incErr = Drive(ictx, fleet, inc, NewTimeline(out, nil))
-		cancel()
-		fmt.Fprintln(out)
-		summary(out, fleet, outcome, incErr, started)
-		if o.AfterIncident != nil {
-			o.AfterIncident(fleet, outcome, incErr)
-		}
-	}
-	if o.Headless {
-		if incErr != nil {
-			return fmt.Errorf("%w: %v", errNotMerged, incErr)
-		}
-		if outcome == nil || !outcome.Merged {
-			return errNotMerged
-		}
-		return nil
-	}
-	tryIt(out, fleet, outcome, m)
-	select {
-	case <-ctx.Done():
-		return nil
-	case p := <-sup.Exited():
-		return fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s", p.Name, p.err, p.LogPath, tail(p.LogPath, 20))
-	}
-}
-
-type mode int
-
-const (
-	modeSandbox  mode = iota // no KUBECONFIG: our own API server and fixtures
-	modeReadOnly             // the user's cluster, read-only
-	modeActions              // the user's cluster, KUBECREW_ALLOW_ACTIONS=1
-)
-
-func modeOf(o Options) mode {
-	switch {
-	case o.Kubeconfig == "":
-		return modeSandbox
-	case o.AllowActions:
-		return modeActions
-	}
-	return modeReadOnly
-}
-
-func banner(out io.Writer, o Options, m mode) {
-	p := func(format string, args ...any) { fmt.Fprintf(out, "[kubecrew] "+format+"\n", args...) }
-	p("kubecrew — a fleet of Kubernetes SRE agents: Noor detects, Sol fixes, Vera reviews")
-	switch m {
-	case modeSandbox:
-		if o.Tier == TierSim {
-			p("cluster: a throwaway sandbox (real etcd, kube-apiserver, controller-manager, scheduler and kwok fake nodes on loopback,")
-			p("         hack/testenv.sh); nothing outside this machine is touched (%s=plain: API server and static fixtures only)", TierEnv)
-		} else {
-			p("cluster: a throwaway sandbox (real etcd + kube-apiserver on loopback, hack/testenv.sh, static fixtures); nothing outside")
-			p("         this machine is touched")
-		}
-		p("         (set KUBECONFIG to run the fleet against your own cluster instead, read-only)")
-	case modeReadOnly:
-		p("cluster: YOUR cluster from KUBECONFIG=%s — READ-ONLY", o.Kubeconfig)
-		p("         no fixtures are loaded and no incident is driven; Sol runs without k8s_rollout and without a GitOps")
-		p("         repository, so no agent can change the cluster or open a pull request.")
-		p("         KUBECREW_ALLOW_ACTIONS=1 opts in to the demo there (a namespace %s with broken workloads, Sol's", FixtureNamespace)
-		p("         rollout restart enabled, PRs to a local repository); `KUBECONFIG= make run` uses a sandbox instead.")
-	case modeActions:
-		p("cluster: YOUR cluster from KUBECONFIG=%s — ACTIONS ALLOWED (KUBECREW_ALLOW_ACTIONS=1)", o.Kubeconfig)
-		p("         the broken workloads are created in a new namespace %s (deleted again at Ctrl-C); Sol may", FixtureNamespace)
-		p("         rollout-restart; his pull requests go to a local GitOps repository in the run directory.")
-	}
-	if o.LLMBaseURL == "" {
-		p("model: none — deterministic playbooks on real cluster data (set LLM_BASE_URL, LLM_API_KEY, AGENT_MODEL for a model)")
-	} else {
-		p("model: LLM_BASE_URL=%s (passed through to every agent)", o.LLMBaseURL)
-	}
-	p("run directory: %s", o.RunDir)
-}
-
-// startSandbox installs (first time) and starts the API server.
-func startSandbox(ctx context.Context, o Options, out io.Writer) (*Sandbox, error) {
-	p := func(format string, args ...any) { fmt.Fprintf(out, "[kubecrew] "+format+"\n", args...) }
-	if !TestenvInstalled(os.Getenv, o.Tier) {
-		what := "etcd and kube-apiserver"
-		if o.Tier == TierSim {
-			what = "etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok"
-		}
-		p("first run on this machine: building %s from source with Go.", what)
-		p("this takes about 10 minutes on 2 cores (the API server build is the slow part); the binaries are cached in")
-		p("%s, so later runs start in seconds. Progress:", filepath.Dir(testenvBin(os.Getenv)))
-	}
-	t0 := time.Now()
-	if err := InstallTestenv(ctx, o.Root, o.Tier, out); err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, fmt.Errorf("hack/testenv.sh install: %w", err)
-	}
-	if d := time.Since(t0); d > 30*time.Second {
-		p("API server binaries built in %s", d.Round(time.Second))
-	}
-	p("starting the sandbox API server")
-	sb, err := StartSandbox(ctx, o.Root, filepath.Join(o.RunDir, "cluster"), o.Tier, out)
-	if err != nil {
-		return sb, err
-	}
-	p("sandbox API server ready; KUBECONFIG=%s", sb.Kubeconfig)
-	return sb, nil
-}
-
-// choosePorts replaces 0 with free loopback ports.
-func choosePorts(core, agent int) (int, int, error) {
-	free := func(n int) (int, error) {
-		var ls []net.Listener
-		defer func() {
-			for _, l := range ls {
-				l.Close()
-			}
-		}()
-		first := 0
-		for tries := 0; tries < 50; tries++ {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return 0, err
-			}
-			p := l.Addr().(*net.TCPAddr).Port
-			l.Close()
-			if p+n > 65535 {
-				continue
-			}
-			ok := true
-			for i := 0; i < n; i++ {
-				li, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+i))
-				if err != nil {
-					ok = false
-					break
-				}
-				ls = append(ls, li)
-			}
-			if ok {
-				first = p
-				break
-			}
-			for _, l := range ls {
-				l.Close()
-			}
-			ls = nil
-		}
-		if first == 0 {
-			return 0, errors.New("no free run of loopback ports")
-		}
-		return first, nil
-	}
-	var err error
-	if agent == 0 {
-		if agent, err = free(len(Personas)); err != nil {
-			return 0, 0, err
-		}
-	}
-	if core == 0 {
-		for core == 0 || (core >= agent && core < agent+len(Personas)) {
-			if core, err = free(1); err != nil {
-				return 0, 0, err
-			}
-		}
-	}
-	return core, agent, nil
-}
-
-// PIDs reads the pid files testenv.sh start wrote.
-func (s *Sandbox) PIDs() map[string]int {
-	out := map[string]int{}
-	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
-		b, err := os.ReadFile(filepath.Join(s.Dir, c+".pid"))
-		if err != nil {
-			continue
-		}
-		var pid int
-		if _, err := fmt.Sscanf(strings.TrimSpace(string(b)), "%d", &pid); err == nil {
-			out[c] = pid
-		}
-	}
-	return out
-}
-
-// writePIDs records every process the sandbox started in RUN/pids
-// ("name pid" lines), for the Ctrl-C check and for humans.
-func writePIDs(runDir string, cluster map[string]int, sup *Supervisor) {
-	path := filepath.Join(runDir, "pids")
-	lines := map[string]bool{}
-	if b, err := os.ReadFile(path); err == nil {
-		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if l != "" {
-				lines[l] = true
-			}
-		}
-	}
-	for n, p := range cluster {
-		lines[fmt.Sprintf("%s %d", n, p)] = true
-	}
-	if sup != nil {
-		sup.mu.Lock()
-		for _, p := range sup.procs {
-			lines[fmt.Sprintf("%s %d", p.Name, p.PID())] = true
-		}
-		sup.mu.Unlock()
-	}
-	all := make([]string, 0, len(lines))
-	for l := range lines {
-		all = append(all, l)
-	}
-	sort.Strings(all)
-	_ = os.WriteFile(path, []byte(strings.Join(all, "\n")+"\n"), 0o644)
 }

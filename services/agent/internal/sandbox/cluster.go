@@ -1,4 +1,4 @@
-package main
+package sandbox
 
 import (
 	"bufio"
@@ -95,12 +95,14 @@ func InstallTestenv(ctx context.Context, root, tier string, out io.Writer) error
 	return runStreaming(cmd, out, "  testenv: ")
 }
 
-// StartSandbox runs `hack/testenv.sh start dir`.
-func StartSandbox(ctx context.Context, root, dir, tier string, out io.Writer) (*Sandbox, error) {
+// StartSandbox runs `hack/testenv.sh start dir`, with extraEnv added to its
+// environment.
+func StartSandbox(ctx context.Context, root, dir, tier string, out io.Writer, extraEnv ...string) (*Sandbox, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	cmd := testenvCmd(ctx, root, tier, "start", dir)
+	cmd.Env = append(cmd.Env, extraEnv...)
 	s := &Sandbox{root: root, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig")}
 	err := runStreaming(cmd, out, "  testenv: ")
 	if cmd.Process != nil {
