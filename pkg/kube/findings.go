@@ -2,9 +2,11 @@ package kube
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/redact"
+	"github.com/kubecrew/kubecrew/pkg/safetext"
 )
 
 // remediations is the suggested next step per reason.
@@ -20,6 +22,16 @@ var remediations = map[string]string{
 	ReasonProgressDeadline:    "the rollout is stuck; describe it, then consider k8s_rollout undo (interactive only)",
 	ReasonJobFailed:           "read the failed job's pod logs; rerun after fixing the cause",
 	ReasonNodeNotReady:        "check the node's kubelet and network; drain it if it does not recover",
+	ReasonStuckCreating:       "describe the pod: a volume that cannot mount or a sandbox that cannot start; fix the claim, Secret or ConfigMap it needs",
+	ReasonServiceNoReadyPods:  "the Service has no endpoint: fix the pods it selects (see their problems)",
+	ReasonServiceNoPods:       "fix the Service's selector or deploy what it should select; delete it if it is left over",
+	ReasonPVCPending:          "describe the claim: a missing storage class, a provisioner error or no matching volume",
+	ReasonPVCLost:             "the bound volume is gone: restore it from backup or recreate the claim; pods using it cannot start",
+	ReasonIngressBackend:      "point the Ingress at an existing Service and port, or create the Service",
+	ReasonHPACannotScale:      "fix what the HPA reports (metrics server, resource requests, scale target)",
+	ReasonHPAAtMax:            "the autoscaler cannot add capacity: fix the target's problem or raise maxReplicas",
+	ReasonPDBBlocking:         "the budget allows no eviction while pods are unhealthy: fix the pods before draining nodes",
+	ReasonWebhookNoEndpoints:  "restore the webhook's Service and pods, or remove the webhook configuration; with failurePolicy Fail it blocks API writes",
 }
 
 // ProblemsToFindings turns a report into findings (same order): Kind and
@@ -38,7 +50,7 @@ func ProblemsToFindings(r *ProblemReport) []api.Finding {
 			Name:        p.Name,
 			Container:   p.Container,
 			Reason:      p.Reason,
-			Detail:      redactText(p.Detail),
+			Detail:      redactText(findingDetail(p)),
 			Remediation: remediations[p.Reason],
 			Remediable:  p.Remediable,
 			Confidence:  p.Confidence,
@@ -97,4 +109,17 @@ func ChooseDelegation(fs []api.Finding) (api.Finding, bool) {
 func redactText(s string) string {
 	out, _ := redact.String(s)
 	return out
+}
+
+// findingDetail is the problem's state, the Services it leaves without
+// an endpoint, and the event that explains it.
+func findingDetail(p Problem) string {
+	d := p.Detail
+	if len(p.Services) > 0 {
+		d += "; Services without endpoints: " + strings.Join(p.Services, ", ")
+	}
+	if p.Evidence != "" {
+		d += "; evidence: " + p.Evidence
+	}
+	return safetext.Clean(d, 2*detailMax)
 }

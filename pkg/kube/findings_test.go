@@ -30,7 +30,8 @@ func TestProblemsToFindings(t *testing.T) {
 		!oom.Remediable || oom.Key != "shop-deployment-oomkill-app-oomkilled" {
 		t.Errorf("oomkill finding = %+v", oom)
 	}
-	if f := byName["unschedulable"]; f.Remediable || f.Severity != api.SeverityHigh {
+	// 0/1 available: users are affected now, whatever the reason
+	if f := byName["unschedulable"]; f.Remediable || f.Severity != api.SeverityCritical {
 		t.Errorf("unschedulable finding = %+v", f)
 	}
 	got, ok := ChooseDelegation(fs)

@@ -11,26 +11,37 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/safetext"
 )
 
-// Problem reasons cluster_problems reports (event groups use the event's
-// own reason).
+// Problem reasons cluster_problems reports. Every one is a state the
+// cluster is in now; events only ever explain one of them.
 const (
 	ReasonOOMKilled           = "OOMKilled"
 	ReasonCrashLoopBackOff    = "CrashLoopBackOff"
 	ReasonImagePull           = "ImagePullBackOff"
 	ReasonConfigError         = "CreateContainerConfigError"
 	ReasonCreateError         = "CreateContainerError"
+	ReasonStuckCreating       = "ContainerCreating"
 	ReasonUnschedulable       = "Unschedulable"
 	ReasonProbeFailure        = "ProbeFailure"
 	ReasonReplicasUnavailable = "ReplicasUnavailable"
 	ReasonProgressDeadline    = "ProgressDeadlineExceeded"
 	ReasonJobFailed           = "JobFailed"
 	ReasonNodeNotReady        = "NodeNotReady"
+	ReasonServiceNoReadyPods  = "ServiceNoReadyPods"
+	ReasonServiceNoPods       = "ServiceSelectsNoPods"
+	ReasonPVCPending          = "PVCPending"
+	ReasonPVCLost             = "PVCLost"
+	ReasonIngressBackend      = "IngressBackendMissing"
+	ReasonHPACannotScale      = "HPACannotScale"
+	ReasonHPAAtMax            = "HPAAtMaxUnhealthy"
+	ReasonPDBBlocking         = "PDBNoDisruptions"
+	ReasonWebhookNoEndpoints  = "WebhookNoEndpoints"
 )
 
 // Checks a sweep runs (names in the coverage block).
@@ -40,56 +51,97 @@ const (
 	CheckOwnerResolution  = "owner-resolution"
 	CheckFailedJobs       = "failed-jobs"
 	CheckNodeConditions   = "node-conditions"
-	CheckWarningEvents    = "warning-events"
+	CheckServices         = "service-endpoints"
+	CheckPVCs             = "pvc-phase"
+	CheckIngresses        = "ingress-backends"
+	CheckHPAs             = "hpa-status"
+	CheckPDBs             = "pdb-disruptions"
+	CheckWebhooks         = "admission-webhooks"
+	// CheckWarningEvents reads Warning events as evidence for the problems
+	// above and as the churn summary; an event alone is never a problem.
+	CheckWarningEvents = "warning-events"
 )
 
 const (
 	// DefaultProblemWindow: Warning events last seen before now-window are
-	// history, not problems.
+	// history: neither evidence nor churn.
 	DefaultProblemWindow = time.Hour
 	// DefaultProblemChars bounds the rendered report (the tool output limit).
 	DefaultProblemChars = 8000
-	detailMax           = 200
+	// stuckAfter: a pod still creating its containers, or a claim still
+	// Pending, this long after it was created is stuck, not starting.
+	stuckAfter = 5 * time.Minute
+	// bareJobWindow: a failed Job without a CronJob is reported while its
+	// failure is this recent; older ones are left to their owner's cleanup.
+	bareJobWindow = 24 * time.Hour
+	detailMax     = 200
 )
+
+// Verdicts of a sweep (ProblemReport.Verdict).
+const (
+	VerdictHealthy     = "healthy"
+	VerdictIssuesFound = "issues_found"
+	VerdictPartial     = "partial"
+	VerdictUnknown     = "unknown"
+)
+
+// ObjectRef names one object (an alert's target).
+type ObjectRef struct{ Namespace, Kind, Name string }
+
+func (o ObjectRef) String() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Namespace + "/" + o.Kind + "/" + o.Name
+}
 
 // ProblemOptions tune a sweep.
 type ProblemOptions struct {
 	Namespace string        // "" = all namespaces
 	Window    time.Duration // Warning event window; 0 = DefaultProblemWindow
 	MaxChars  int           // Render bound; 0 = DefaultProblemChars
+	// Focus is an alert's object: the report always says how it is now,
+	// also when it looks recovered (with the evidence), first.
+	Focus *ObjectRef
+	// ListTimeout bounds each List (all its pages); a List that takes
+	// longer is named in the coverage as partial. 0 = 20s.
+	ListTimeout time.Duration
 }
 
-// Problem is one thing wrong, grouped: one per workload and reason, one per
-// node condition, one per event object and reason.
+// Problem is one thing wrong now, grouped: one per owner and reason.
 type Problem struct {
 	Severity  string // api.Severity*: the rule is in severityOf
 	Check     string // the check that found it
-	Namespace string // "" for nodes
+	Namespace string // "" for cluster-scoped objects
 	// Kind/Name is the object to act on: a pod's top owner (Deployment via
 	// its ReplicaSet, StatefulSet, DaemonSet, CronJob via its Job), the pod
-	// itself when it has no controller, a node, or an event's object.
+	// itself when it has no controller, a node, a Service, a claim, ...
 	Kind, Name string
 	Container  string // set when one container is at fault
 	Reason     string
-	Detail     string // one sanitized line
+	Detail     string // one sanitized line: the state
+	Evidence   string // the Warning event that explains it, when one does
 	Pods       int    // affected pods (pod problems)
 	Pod        string // one affected pod (the first by name)
 	Restarts   int    // highest restart count among affected containers
-	Replicas   string // the workload's ready/desired replicas ("" when not a listed workload)
-	Events     int    // Warning events folded in (sum of counts)
+	Replicas   string // the workload's available/desired replicas ("" when not a listed workload)
+	Events     int    // Warning events attached as evidence (sum of counts)
 	LastSeen   time.Time
 	// Remediable: an OOM kill, a crash loop or failing probes on a workload
 	// that exists and is not kubecrew's own — what Sol may act on.
 	Remediable bool
 	Confidence float64
+	// Services left without a ready endpoint because of this problem.
+	Services []string
 
-	probe string // the newest Unhealthy event message folded in
+	base     string // severity before the workload's availability is applied
+	evidence *corev1.Event
 }
 
 // Skipped is a check that did not run, and why.
 type Skipped struct{ Check, Why string }
 
-// PartialList is a list that failed or was forbidden.
+// PartialList is a list that failed, was forbidden or timed out.
 type PartialList struct{ List, Why string }
 
 // Coverage says what was checked, so "nothing wrong" is distinguishable
@@ -102,25 +154,79 @@ type Coverage struct {
 	Partial             []PartialList
 	Scanned             map[string]int // objects listed, per list
 	EventsOutsideWindow int
+	// Missing is set when the swept namespace does not exist: nothing in
+	// it could be checked.
+	Missing string
+}
+
+// Churn summarises Warning events within the window about objects that
+// are healthy now or gone: never problems, shown so an operator sees them.
+type Churn struct {
+	Events      int            // event objects
+	Occurrences int            // sum of their counts
+	OnGone      int            // event objects about objects that no longer exist
+	ByReason    map[string]int // event objects per reason
+	ByNamespace map[string]int // event objects per namespace ("" = cluster-scoped)
+}
+
+// FocusStatus is what the report says about an alert's object.
+type FocusStatus struct {
+	Ref      ObjectRef
+	Exists   bool
+	State    string   // "broken", "recovered", "missing" or "unchecked"
+	Summary  string   // one line: how it is now
+	Evidence []string // restarts, last terminations, recent Warning events
 }
 
 // ProblemReport is a sweep's result.
 type ProblemReport struct {
-	Problems []Problem // sorted: severity, namespace, kind, name, reason
+	Problems []Problem // sorted: severity, check, namespace, kind, name, reason
 	Coverage Coverage
+	Churn    Churn
+	Focus    *FocusStatus
 	maxChars int
 }
 
 // Healthy reports a complete sweep that found nothing.
-func (r *ProblemReport) Healthy() bool { return len(r.Problems) == 0 && len(r.Coverage.Partial) == 0 }
+func (r *ProblemReport) Healthy() bool { return r.Verdict() == VerdictHealthy }
+
+// Verdict is what the sweep may claim: unknown when no check could run or
+// the namespace does not exist, issues_found when something is broken,
+// partial when nothing was found but some list failed, healthy only when
+// every check ran and found nothing.
+func (r *ProblemReport) Verdict() string {
+	switch {
+	case r.Coverage.Missing != "" || len(r.Coverage.ChecksRun) == 0:
+		return VerdictUnknown
+	case len(r.Problems) > 0:
+		return VerdictIssuesFound
+	case len(r.Coverage.Partial) > 0:
+		return VerdictPartial
+	}
+	return VerdictHealthy
+}
+
+// NotChecked lists what the sweep could not check and why (empty when
+// coverage is complete).
+func (r *ProblemReport) NotChecked() []string {
+	var out []string
+	if r.Coverage.Missing != "" {
+		out = append(out, r.Coverage.Missing)
+	}
+	for _, p := range r.Coverage.Partial {
+		out = append(out, p.List+": "+p.Why)
+	}
+	return out
+}
 
 // owner is a resolved top-level controller.
 type owner struct{ kind, name string }
 
-// ClusterProblems sweeps the cluster (or one namespace) with a handful of
-// Lists and computes, in code, every problem worth a human's or an agent's
-// attention, grouped and ordered. A list that fails does not fail the
-// sweep: it is named in Coverage.Partial and its checks in ChecksSkipped.
+// ClusterProblems sweeps the cluster (or one namespace) with one List per
+// resource and computes, in code, what is broken now, grouped by owner and
+// ordered; Warning events attach to those problems as evidence or are
+// summarised as churn. A list that fails does not fail the sweep: it is
+// named in Coverage.Partial and its checks in ChecksSkipped.
 func (c *Client) ClusterProblems(ctx context.Context, opts ProblemOptions) (*ProblemReport, error) {
 	if err := c.avail(); err != nil {
 		return nil, err
@@ -134,7 +240,10 @@ func (c *Client) ClusterProblems(ctx context.Context, opts ProblemOptions) (*Pro
 	if opts.MaxChars <= 0 {
 		opts.MaxChars = DefaultProblemChars
 	}
-	s := c.collect(ctx, opts.Namespace)
+	if opts.ListTimeout <= 0 {
+		opts.ListTimeout = defaultListTimeout
+	}
+	s := c.collect(ctx, opts.Namespace, opts.ListTimeout)
 	if len(s.listed) == 0 { // nothing answered: say the cluster is down rather than "healthy"
 		for _, name := range []string{listPods, listEvents, listDeployments} {
 			if err := s.errs[name]; errors.Is(err, ErrClusterUnavailable) {
@@ -142,29 +251,77 @@ func (c *Client) ClusterProblems(ctx context.Context, opts ProblemOptions) (*Pro
 			}
 		}
 	}
+	missing := c.missingNamespaces(ctx, s, opts)
+	if opts.Focus != nil {
+		f := *opts.Focus
+		f.Kind = apiKind(f.Kind)
+		opts.Focus = &f
+	}
 	a := newAnalysis(s, opts, c.now())
 	a.run()
-	return &ProblemReport{Problems: a.result(), Coverage: a.coverage(), maxChars: opts.MaxChars}, nil
+	rep := &ProblemReport{Problems: a.result(), Coverage: a.coverage(), Churn: a.churn, maxChars: opts.MaxChars}
+	if opts.Namespace != "" && missing[opts.Namespace] {
+		rep.Coverage.Missing = "namespace " + opts.Namespace + " does not exist"
+	}
+	if opts.Focus != nil {
+		rep.Focus = a.focus(*opts.Focus, missing[opts.Focus.Namespace], rep.Problems)
+	}
+	return rep, nil
+}
+
+// missingNamespaces asks the API server whether the swept and the focused
+// namespace exist (a List in a namespace that does not exist answers
+// "nothing", which must not read as "healthy").
+func (c *Client) missingNamespaces(ctx context.Context, s *snapshot, opts ProblemOptions) map[string]bool {
+	out := map[string]bool{}
+	for _, ns := range []string{opts.Namespace, focusNS(opts.Focus)} {
+		if ns == "" || out[ns] {
+			continue
+		}
+		_, err := c.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			out[ns] = true
+		case err != nil && ns == opts.Namespace:
+			s.errs["namespace "+ns] = c.apiErr(err, "get namespace "+ns)
+		}
+	}
+	return out
+}
+
+func focusNS(f *ObjectRef) string {
+	if f == nil {
+		return ""
+	}
+	return f.Namespace
 }
 
 type analysis struct {
-	s       *snapshot
-	opts    ProblemOptions
-	now     time.Time
-	rsOwner map[string]owner // ns/rs -> its controller
-	jobOwn  map[string]owner // ns/job -> its controller
-	podOwn  map[string]owner // ns/pod -> top owner
-	exists  map[string]bool  // ns/Kind/name of listed workloads
-	fleet   map[string]bool  // ns/Kind/name of kubecrew's own workloads
-	ready   map[string][2]int32
-	groups  map[string]*Problem
-	outside int
+	s        *snapshot
+	opts     ProblemOptions
+	now      time.Time
+	rsOwner  map[string]owner // ns/rs -> its controller
+	jobOwn   map[string]owner // ns/job -> its controller
+	podOwn   map[string]owner // ns/pod -> top owner
+	exists   map[string]bool  // ns/Kind/name of listed workloads
+	fleet    map[string]bool  // ns/Kind/name of kubecrew's own workloads
+	avail    map[string][2]int32
+	groups   map[string]*Problem
+	byOwner  map[string][]*Problem // ns/Kind/name -> its problems
+	listedAt map[string]bool       // ns/Kind/name of every listed object (events about others are about gone objects)
+	outside  int
+	churn    Churn
+	focusEv  []*corev1.Event
+	focusKey string
+	podsByNS map[string][]*corev1.Pod
 }
 
 func newAnalysis(s *snapshot, opts ProblemOptions, now time.Time) *analysis {
 	return &analysis{s: s, opts: opts, now: now,
 		rsOwner: map[string]owner{}, jobOwn: map[string]owner{}, podOwn: map[string]owner{},
-		exists: map[string]bool{}, fleet: map[string]bool{}, ready: map[string][2]int32{}, groups: map[string]*Problem{}}
+		exists: map[string]bool{}, fleet: map[string]bool{}, avail: map[string][2]int32{}, groups: map[string]*Problem{},
+		byOwner: map[string][]*Problem{}, listedAt: map[string]bool{},
+		churn: Churn{ByReason: map[string]int{}, ByNamespace: map[string]int{}}}
 }
 
 func wkey(ns, kind, name string) string { return ns + "/" + kind + "/" + name }
@@ -180,36 +337,46 @@ func controllerRef(refs []metav1.OwnerReference) *metav1.OwnerReference {
 
 func (a *analysis) run() {
 	a.indexWorkloads()
+	if a.opts.Focus != nil {
+		a.focusKey = a.focusOwner(*a.opts.Focus)
+	}
 	a.checkPods()
 	a.checkWorkloads()
 	a.checkJobs()
 	a.checkNodes()
+	a.checkPVCs()
+	a.checkServices()
+	a.checkIngresses()
+	a.checkWebhooks()
+	a.checkHPAs()
+	a.checkPDBs()
 	a.checkEvents()
 }
 
 func (a *analysis) indexWorkloads() {
-	mark := func(ns, kind, name string, labels, tmpl map[string]string, ready, desired int32) {
+	mark := func(ns, kind, name string, labels, tmpl map[string]string, available, desired int32) {
 		k := wkey(ns, kind, name)
 		a.exists[k] = true
-		a.ready[k] = [2]int32{ready, desired}
+		a.avail[k] = [2]int32{available, desired}
 		if labels[FleetLabel] == FleetValue || tmpl[FleetLabel] == FleetValue {
 			a.fleet[k] = true
 		}
 	}
 	for i := range a.s.deps {
 		d := &a.s.deps[i]
-		mark(d.Namespace, "Deployment", d.Name, d.Labels, d.Spec.Template.Labels, d.Status.ReadyReplicas, i32(d.Spec.Replicas, 1))
+		mark(d.Namespace, "Deployment", d.Name, d.Labels, d.Spec.Template.Labels, d.Status.AvailableReplicas, i32(d.Spec.Replicas, 1))
 	}
 	for i := range a.s.sts {
 		d := &a.s.sts[i]
-		mark(d.Namespace, "StatefulSet", d.Name, d.Labels, d.Spec.Template.Labels, d.Status.ReadyReplicas, i32(d.Spec.Replicas, 1))
+		mark(d.Namespace, "StatefulSet", d.Name, d.Labels, d.Spec.Template.Labels, d.Status.AvailableReplicas, i32(d.Spec.Replicas, 1))
 	}
 	for i := range a.s.dss {
 		d := &a.s.dss[i]
-		mark(d.Namespace, "DaemonSet", d.Name, d.Labels, d.Spec.Template.Labels, d.Status.NumberReady, d.Status.DesiredNumberScheduled)
+		mark(d.Namespace, "DaemonSet", d.Name, d.Labels, d.Spec.Template.Labels, d.Status.NumberAvailable, d.Status.DesiredNumberScheduled)
 	}
 	for i := range a.s.rss {
 		rs := &a.s.rss[i]
+		a.listedAt[wkey(rs.Namespace, "ReplicaSet", rs.Name)] = true
 		if ref := controllerRef(rs.OwnerReferences); ref != nil {
 			a.rsOwner[rs.Namespace+"/"+rs.Name] = owner{ref.Kind, ref.Name}
 		} else {
@@ -218,6 +385,7 @@ func (a *analysis) indexWorkloads() {
 	}
 	for i := range a.s.jobs {
 		j := &a.s.jobs[i]
+		a.listedAt[wkey(j.Namespace, "Job", j.Name)] = true
 		if ref := controllerRef(j.OwnerReferences); ref != nil {
 			a.jobOwn[j.Namespace+"/"+j.Name] = owner{ref.Kind, ref.Name}
 		} else {
@@ -226,7 +394,29 @@ func (a *analysis) indexWorkloads() {
 	}
 	for i := range a.s.pods {
 		p := &a.s.pods[i]
+		a.listedAt[wkey(p.Namespace, "Pod", p.Name)] = true
 		a.podOwn[p.Namespace+"/"+p.Name] = a.topOwner(p)
+	}
+	for k := range a.exists {
+		a.listedAt[k] = true
+	}
+	for i := range a.s.nodes {
+		a.listedAt[wkey("", "Node", a.s.nodes[i].Name)] = true
+	}
+	for i := range a.s.cronJobs {
+		a.listedAt[wkey(a.s.cronJobs[i].Namespace, "CronJob", a.s.cronJobs[i].Name)] = true
+	}
+	for i := range a.s.services {
+		a.listedAt[wkey(a.s.services[i].Namespace, "Service", a.s.services[i].Name)] = true
+	}
+	for i := range a.s.pvcs {
+		a.listedAt[wkey(a.s.pvcs[i].Namespace, "PersistentVolumeClaim", a.s.pvcs[i].Name)] = true
+	}
+	for i := range a.s.hpas {
+		a.listedAt[wkey(a.s.hpas[i].Namespace, "HorizontalPodAutoscaler", a.s.hpas[i].Name)] = true
+	}
+	for i := range a.s.ings {
+		a.listedAt[wkey(a.s.ings[i].Namespace, "Ingress", a.s.ings[i].Name)] = true
 	}
 }
 
@@ -251,20 +441,26 @@ func (a *analysis) topOwner(p *corev1.Pod) owner {
 	return owner{ref.Kind, ref.Name}
 }
 
-// add merges one finding into its group (namespace, owner, reason).
-func (a *analysis) add(check, ns string, o owner, reason, container, detail, pod string, restarts int) *Problem {
+// add merges one finding into its group (namespace, owner, reason); base
+// is the severity before the owner's availability is applied.
+func (a *analysis) add(check, base, ns string, o owner, reason, container, detail, pod string, restarts int) *Problem {
 	k := wkey(ns, o.kind, o.name) + "/" + reason
 	g := a.groups[k]
 	if g == nil {
-		g = &Problem{Check: check, Namespace: ns, Kind: o.kind, Name: o.name, Reason: reason, Container: container,
+		g = &Problem{Check: check, base: base, Namespace: ns, Kind: o.kind, Name: o.name, Reason: reason, Container: container,
 			Detail: safetext.Clean(detail, detailMax), Pod: pod}
 		a.groups[k] = g
+		ok := wkey(ns, o.kind, o.name)
+		a.byOwner[ok] = append(a.byOwner[ok], g)
 	} else {
 		if g.Container != container {
 			g.Container = ""
 		}
 		if pod != "" && (g.Pod == "" || pod < g.Pod) {
 			g.Pod, g.Detail = pod, safetext.Clean(detail, detailMax)
+		}
+		if api.SeverityRank(base) < api.SeverityRank(g.base) {
+			g.base = base
 		}
 	}
 	if pod != "" {
@@ -274,22 +470,32 @@ func (a *analysis) add(check, ns string, o owner, reason, container, detail, pod
 	return g
 }
 
+func (a *analysis) broken(ns, kind, name string) bool { return len(a.byOwner[wkey(ns, kind, name)]) > 0 }
+
 var imagePullReasons = map[string]bool{"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true, "ErrImageNeverPull": true}
 
 // checkPods classifies each pod by its most serious container state.
+// Succeeded and Failed pods are history (a controller replaced them; a
+// failed Job is judged by the Job), terminating pods are going away.
 func (a *analysis) checkPods() {
 	for i := range a.s.pods {
 		p := &a.s.pods[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.DeletionTimestamp != nil {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
 			continue
 		}
 		o := a.podOwn[p.Namespace+"/"+p.Name]
 		if reason, ctr, detail, restarts := a.classifyPod(p); reason != "" {
-			a.add(CheckPodStates, p.Namespace, o, reason, ctr, detail, p.Name, restarts)
+			a.add(CheckPodStates, api.SeverityHigh, p.Namespace, o, reason, ctr, detail, p.Name, restarts)
 		}
 	}
 }
 
+// classifyPod: an OOM kill counts when the container is not ready now and
+// either waits to restart or was killed within the window (one sweep
+// cannot see restarts growing; a container that is ready again has
+// recovered). Then crash loops, image and config errors, containers still
+// being created stuckAfter after the pod started, unschedulable pods, and
+// running pods that are not ready.
 func (a *analysis) classifyPod(p *corev1.Pod) (reason, container, detail string, restarts int) {
 	limits := map[string]string{}
 	for _, c := range p.Spec.Containers {
@@ -309,12 +515,16 @@ func (a *analysis) classifyPod(p *corev1.Pod) (reason, container, detail string,
 			best = &h
 		}
 	}
+	started := p.CreationTimestamp.Time
+	if p.Status.StartTime != nil {
+		started = p.Status.StartTime.Time
+	}
 	for _, cs := range statuses {
 		w, t, last := cs.State.Waiting, cs.State.Terminated, cs.LastTerminationState.Terminated
 		rc := int(cs.RestartCount)
 		oomNow := t != nil && t.Reason == "OOMKilled"
-		oomLast := last != nil && last.Reason == "OOMKilled" &&
-			(w != nil || !cs.Ready || last.FinishedAt.After(a.now.Add(-a.opts.Window)))
+		oomLast := last != nil && last.Reason == "OOMKilled" && !cs.Ready &&
+			(w != nil || last.FinishedAt.After(a.now.Add(-a.opts.Window)))
 		switch {
 		case oomNow || oomLast:
 			term := t
@@ -344,6 +554,9 @@ func (a *analysis) classifyPod(p *corev1.Pod) (reason, container, detail string,
 			consider(hit{2, ReasonImagePull, cs.Name, fmt.Sprintf("container %s %s: %s", cs.Name, w.Reason, w.Message), rc})
 		case w != nil && (w.Reason == ReasonConfigError || w.Reason == ReasonCreateError):
 			consider(hit{2, w.Reason, cs.Name, fmt.Sprintf("container %s %s: %s", cs.Name, w.Reason, w.Message), rc})
+		case w != nil && (w.Reason == "ContainerCreating" || w.Reason == "PodInitializing") && a.now.Sub(started) > stuckAfter:
+			consider(hit{3, ReasonStuckCreating, cs.Name, fmt.Sprintf("container %s still %s since %s", cs.Name, w.Reason,
+				started.UTC().Format(time.RFC3339)), rc})
 		}
 	}
 	if best != nil {
@@ -380,33 +593,44 @@ func (a *analysis) classifyPod(p *corev1.Pod) (reason, container, detail string,
 	return "", "", "", 0
 }
 
-// checkWorkloads reports workloads below their desired replicas, unless a
-// pod problem already explains it (then the replica counts join that
-// problem's detail).
-func (a *analysis) checkWorkloads() {
-	explained := map[string]bool{}
-	for _, g := range a.groups {
-		explained[wkey(g.Namespace, g.Kind, g.Name)] = true
-	}
-	check := func(ns, kind, name string, desired, ready, available int32, conds []appsv1.DeploymentCondition) {
-		k := wkey(ns, kind, name)
-		if desired == 0 || (ready >= desired && available >= desired) {
-			return
+// rolloutInProgress: a Deployment whose controller is still moving
+// replicas to a new ReplicaSet within its progress deadline. Its missing
+// replicas are the rollout's surge, not a problem; a stuck rollout turns
+// into ProgressDeadlineExceeded.
+func rolloutInProgress(conds []appsv1.DeploymentCondition) bool {
+	for _, c := range conds {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionTrue &&
+			(c.Reason == "ReplicaSetUpdated" || c.Reason == "NewReplicaSetCreated" || c.Reason == "FoundNewReplicaSet") {
+			return true
 		}
-		if explained[k] {
+	}
+	return false
+}
+
+// checkWorkloads reports workloads below their desired available
+// replicas, unless a pod problem already explains it (then the replica
+// counts join that problem).
+func (a *analysis) checkWorkloads() {
+	check := func(ns, kind, name string, desired, ready, available int32, conds []appsv1.DeploymentCondition) {
+		if desired == 0 || available >= desired || a.broken(ns, kind, name) {
 			return
 		}
 		reason := ReasonReplicasUnavailable
-		detail := fmt.Sprintf("ready %d/%d, available %d", ready, desired, available)
+		detail := fmt.Sprintf("available %d/%d, ready %d", available, desired, ready)
 		for _, c := range conds {
 			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
 				reason = ReasonProgressDeadline
 			}
-			if c.Status == corev1.ConditionFalse && c.Message != "" {
+			bad := (c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue) ||
+				(c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse)
+			if bad && c.Message != "" {
 				detail += "; " + string(c.Type) + ": " + c.Message
 			}
 		}
-		a.add(CheckWorkloadReplicas, ns, owner{kind, name}, reason, "", detail, "", 0)
+		if reason != ReasonProgressDeadline && available > 0 && rolloutInProgress(conds) {
+			return
+		}
+		a.add(CheckWorkloadReplicas, api.SeverityMedium, ns, owner{kind, name}, reason, "", detail, "", 0)
 	}
 	for i := range a.s.deps {
 		d := &a.s.deps[i]
@@ -425,17 +649,71 @@ func (a *analysis) checkWorkloads() {
 	}
 }
 
+func jobFinished(j *batchv1.Job) (failed bool, at time.Time, c *batchv1.JobCondition) {
+	for i := range j.Status.Conditions {
+		c := &j.Status.Conditions[i]
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobFailed:
+			return true, c.LastTransitionTime.Time, c
+		case batchv1.JobComplete:
+			return false, c.LastTransitionTime.Time, c
+		}
+	}
+	return false, time.Time{}, nil
+}
+
+// checkJobs: a CronJob whose newest finished run failed (a later success
+// means it recovered), and a Job of its own that failed within
+// bareJobWindow.
 func (a *analysis) checkJobs() {
+	type run struct {
+		j      *batchv1.Job
+		failed bool
+		at     time.Time
+		c      *batchv1.JobCondition
+	}
+	runs := map[owner]map[string][]run{} // owner -> ns -> finished runs
 	for i := range a.s.jobs {
 		j := &a.s.jobs[i]
-		for _, c := range j.Status.Conditions {
-			if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
-				o := a.jobOwn[j.Namespace+"/"+j.Name]
-				g := a.add(CheckFailedJobs, j.Namespace, o, ReasonJobFailed, "",
-					fmt.Sprintf("job %s failed (%s): %s", j.Name, nonEmpty(c.Reason, "unknown"), c.Message), "", 0)
-				if c.LastTransitionTime.After(g.LastSeen) {
-					g.LastSeen = c.LastTransitionTime.Time
+		failed, at, c := jobFinished(j)
+		if c == nil {
+			continue
+		}
+		o := a.jobOwn[j.Namespace+"/"+j.Name]
+		if runs[o] == nil {
+			runs[o] = map[string][]run{}
+		}
+		runs[o][j.Namespace] = append(runs[o][j.Namespace], run{j, failed, at, c})
+	}
+	for o, byNS := range runs {
+		for ns, rs := range byNS {
+			sort.Slice(rs, func(i, k int) bool {
+				if !rs[i].at.Equal(rs[k].at) {
+					return rs[i].at.After(rs[k].at)
 				}
+				return rs[i].j.Name > rs[k].j.Name
+			})
+			last := rs[0]
+			if !last.failed || (o.kind == "Job" && a.now.Sub(last.at) > bareJobWindow) {
+				continue
+			}
+			nFailed := 0
+			for _, r := range rs {
+				if r.failed {
+					nFailed++
+				}
+			}
+			detail := fmt.Sprintf("job %s failed at %s (%s): %s", last.j.Name, last.at.UTC().Format(time.RFC3339),
+				nonEmpty(last.c.Reason, "unknown"), last.c.Message)
+			if len(rs) > 1 {
+				detail += fmt.Sprintf("; %d of the last %d runs failed", nFailed, len(rs))
+			}
+			g := a.add(CheckFailedJobs, api.SeverityMedium, ns, o, ReasonJobFailed, "", detail, "", 0)
+			if last.at.After(g.LastSeen) {
+				g.LastSeen = last.at
 			}
 		}
 	}
@@ -445,106 +723,34 @@ func (a *analysis) checkNodes() {
 	for i := range a.s.nodes {
 		n := &a.s.nodes[i]
 		if ok, msg := nodeReady(n); !ok {
-			a.add(CheckNodeConditions, "", owner{"Node", n.Name}, ReasonNodeNotReady, "", "node not ready: "+msg, "", 0)
+			a.add(CheckNodeConditions, api.SeverityCritical, "", owner{"Node", n.Name}, ReasonNodeNotReady, "", "node not ready: "+msg, "", 0)
 		}
 		for _, pc := range pressureConditions {
 			if cond := nodeCondition(n, pc); cond != nil && cond.Status == corev1.ConditionTrue {
-				a.add(CheckNodeConditions, "", owner{"Node", n.Name}, string(pc), "", string(pc)+": "+nonEmpty(cond.Message, cond.Reason), "", 0)
+				a.add(CheckNodeConditions, api.SeverityHigh, "", owner{"Node", n.Name}, string(pc), "", string(pc)+": "+nonEmpty(cond.Message, cond.Reason), "", 0)
 			}
 		}
 	}
 }
 
-// foldable event reasons are explained by a pod problem of the same owner.
-var foldable = map[string]bool{"BackOff": true, "Failed": true, "Unhealthy": true, "FailedScheduling": true}
-
-// checkEvents groups Warning events within the window by object and reason.
-// Events of a pod resolve to the pod's owner; those a pod problem explains
-// are folded into it (count, last seen).
-func (a *analysis) checkEvents() {
-	cutoff := a.now.Add(-a.opts.Window)
-	byOwner := map[string][]*Problem{}
-	for _, g := range a.groups {
-		if g.Check == CheckPodStates {
-			byOwner[wkey(g.Namespace, g.Kind, g.Name)] = append(byOwner[wkey(g.Namespace, g.Kind, g.Name)], g)
-		}
-	}
-	for _, gs := range byOwner { // deterministic fold target
-		sort.Slice(gs, func(i, j int) bool { return gs[i].Reason < gs[j].Reason })
-	}
-	for i := range a.s.events {
-		e := &a.s.events[i]
-		last := eventLastSeen(e)
-		if last.Before(cutoff) {
-			a.outside++
-			continue
-		}
-		io := e.InvolvedObject
-		ns := nonEmpty(io.Namespace, e.Namespace)
-		if io.Kind == "Node" {
-			ns = ""
-		}
-		o := owner{io.Kind, io.Name}
-		switch io.Kind {
-		case "Pod":
-			if po, ok := a.podOwn[ns+"/"+io.Name]; ok {
-				o = po
-			}
-		case "ReplicaSet":
-			if ro, ok := a.rsOwner[ns+"/"+io.Name]; ok {
-				o = ro
-			}
-		case "Job":
-			if jo, ok := a.jobOwn[ns+"/"+io.Name]; ok {
-				o = jo
-			}
-		}
-		var g *Problem
-		if foldable[e.Reason] {
-			if gs := byOwner[wkey(ns, o.kind, o.name)]; len(gs) > 0 {
-				g = gs[0]
-			}
-		}
-		if g == nil {
-			reason := e.Reason
-			if reason == "Unhealthy" && io.Kind == "Pod" { // failing probes on a pod that otherwise looks fine
-				reason = ReasonProbeFailure
-			}
-			g = a.add(CheckWarningEvents, ns, o, nonEmpty(reason, "Warning"), "", e.Message, "", 0)
-			if last.After(g.LastSeen) || (last.Equal(g.LastSeen) && safetext.Clean(e.Message, detailMax) < g.Detail) {
-				g.Detail = safetext.Clean(e.Message, detailMax)
-			}
-		}
-		g.Events += eventCount(e)
-		if g.Reason == ReasonProbeFailure && e.Reason == "Unhealthy" && (g.probe == "" || !last.Before(g.LastSeen)) {
-			g.probe = e.Message
-		}
-		if last.After(g.LastSeen) {
-			g.LastSeen = last
-		}
-	}
-}
-
-// result assigns severity and remediability and sorts.
+// result assigns severity and remediability, attaches evidence and sorts.
 func (a *analysis) result() []Problem {
 	out := make([]Problem, 0, len(a.groups))
 	for _, g := range a.groups {
 		k := wkey(g.Namespace, g.Kind, g.Name)
-		rd := a.ready[k]
-		if g.probe != "" && g.Check == CheckPodStates {
-			g.Detail = safetext.Clean(g.Detail+"; "+g.probe, detailMax)
-		}
+		av := a.avail[k]
 		if a.exists[k] {
-			g.Replicas = fmt.Sprintf("%d/%d", rd[0], rd[1])
+			g.Replicas = fmt.Sprintf("%d/%d", av[0], av[1])
 		}
 		switch g.Reason {
 		case ReasonOOMKilled, ReasonCrashLoopBackOff, ReasonProbeFailure:
-			g.Remediable = a.exists[k] && !a.fleet[k] && (g.Kind == "Deployment" || g.Kind == "StatefulSet" || g.Kind == "DaemonSet")
+			g.Remediable = a.exists[k] && !a.fleet[k] && workloadKinds[g.Kind]
 		}
-		g.Severity = severityOf(g, a.exists[k] && rd[0] == 0 && rd[1] > 0)
+		g.Severity = severityOf(g, a.exists[k], av[0], av[1])
 		g.Confidence = 0.9
-		if g.Check == CheckWarningEvents {
-			g.Confidence = 0.7
+		if e := g.evidence; e != nil {
+			g.Evidence = safetext.Clean(fmt.Sprintf("%s x%d, last %s: %s", e.Reason, eventCount(e),
+				eventLastSeen(e).UTC().Format(time.RFC3339), e.Message), detailMax)
 		}
 		out = append(out, *g)
 	}
@@ -552,36 +758,40 @@ func (a *analysis) result() []Problem {
 	return out
 }
 
-// severityOf is the one severity rule:
-//   - critical: OOMKilled; NodeNotReady; CrashLoopBackOff when the workload has no ready replica
-//   - high: CrashLoopBackOff otherwise; ImagePullBackOff, CreateContainerConfigError,
-//     CreateContainerError, Unschedulable; node Memory/Disk/PID pressure or NetworkUnavailable;
-//     a workload with no ready replica (ReplicasUnavailable, ProgressDeadlineExceeded, ProbeFailure)
-//   - medium: ProbeFailure, ReplicasUnavailable, ProgressDeadlineExceeded, JobFailed; events
-//     that usually matter (OOMKilling, Evicted, FailedMount, FailedAttachVolume, FailedCreate)
-//   - low: any other Warning event group
-func severityOf(p *Problem, outage bool) string {
-	switch p.Reason {
-	case ReasonOOMKilled, ReasonNodeNotReady:
+// severityOf is the one severity rule, "critical = users are affected now":
+//   - critical: a node NotReady now; a Deployment, StatefulSet or DaemonSet
+//     that wants replicas and has none available, whatever the reason.
+//   - high: a pod-level failure (OOM kill, crash loop, image or config
+//     error, stuck creating, unschedulable, failing readiness) on a
+//     workload that still serves; node memory/disk/PID pressure; a claim
+//     Lost, or Pending while a pod waits for it; an Ingress pointing at a
+//     missing Service or port; a Service whose pods exist but none is
+//     ready; a webhook with failurePolicy Fail and no ready endpoint.
+//   - medium: a workload partly unavailable with no pod-level cause
+//     (ReplicasUnavailable, ProgressDeadlineExceeded); a CronJob whose last
+//     run failed, a failed Job; an HPA that cannot scale or sits at its
+//     maximum while its target is unhealthy; a PDB that allows no
+//     disruption while pods are unhealthy; a Service selecting no pod; an
+//     unused Pending claim; a failurePolicy Ignore webhook without
+//     endpoints.
+//   - a workload that is fully available is never above medium.
+func severityOf(p *Problem, known bool, available, desired int32) string {
+	if p.Reason == ReasonNodeNotReady {
 		return api.SeverityCritical
-	case ReasonCrashLoopBackOff:
-		if outage {
-			return api.SeverityCritical
-		}
-		return api.SeverityHigh
-	case ReasonImagePull, ReasonConfigError, ReasonCreateError, ReasonUnschedulable,
-		string(corev1.NodeMemoryPressure), string(corev1.NodeDiskPressure), string(corev1.NodePIDPressure),
-		string(corev1.NodeNetworkUnavailable):
-		return api.SeverityHigh
-	case ReasonReplicasUnavailable, ReasonProgressDeadline, ReasonProbeFailure:
-		if outage {
-			return api.SeverityHigh
-		}
-		return api.SeverityMedium
-	case ReasonJobFailed, "OOMKilling", "Evicted", "FailedMount", "FailedAttachVolume", "FailedCreate":
-		return api.SeverityMedium
 	}
-	return api.SeverityLow
+	sev := p.base
+	if sev == "" {
+		sev = api.SeverityMedium
+	}
+	if known && workloadKinds[p.Kind] && desired > 0 {
+		switch {
+		case available == 0:
+			return api.SeverityCritical
+		case available >= desired && api.SeverityRank(sev) < api.SeverityRank(api.SeverityMedium):
+			return api.SeverityMedium
+		}
+	}
+	return sev
 }
 
 func sortProblems(ps []Problem) {
@@ -590,8 +800,8 @@ func sortProblems(ps []Problem) {
 		if ra, rb := api.SeverityRank(a.Severity), api.SeverityRank(b.Severity); ra != rb {
 			return ra < rb
 		}
-		if a.Check != b.Check { // state before events at equal severity
-			return checkOrder[a.Check] < checkOrder[b.Check]
+		if ca, cb := checkRank(a.Check), checkRank(b.Check); ca != cb { // workloads before their surroundings
+			return ca < cb
 		}
 		if a.Namespace != b.Namespace {
 			return a.Namespace < b.Namespace
@@ -606,16 +816,24 @@ func sortProblems(ps []Problem) {
 	})
 }
 
-var checkOrder = map[string]int{CheckNodeConditions: 0, CheckPodStates: 1, CheckWorkloadReplicas: 2, CheckFailedJobs: 3, CheckWarningEvents: 4}
+var checkOrder = []string{CheckNodeConditions, CheckPodStates, CheckWorkloadReplicas, CheckServices, CheckIngresses, CheckWebhooks,
+	CheckPVCs, CheckFailedJobs, CheckHPAs, CheckPDBs}
+
+func checkRank(c string) int {
+	for i, x := range checkOrder {
+		if x == c {
+			return i
+		}
+	}
+	return len(checkOrder)
+}
 
 // coverage derives the coverage block from which lists answered.
 func (a *analysis) coverage() Coverage {
 	s := a.s
 	cv := Coverage{Scope: scope(a.opts.Namespace), Window: a.opts.Window, Scanned: map[string]int{}, EventsOutsideWindow: a.outside}
-	counts := map[string]int{listPods: len(s.pods), listReplicaSets: len(s.rss), listDeployments: len(s.deps),
-		listStatefulSets: len(s.sts), listDaemonSets: len(s.dss), listJobs: len(s.jobs), listNodes: len(s.nodes), listEvents: len(s.events)}
 	for name := range s.listed {
-		cv.Scanned[name] = counts[name]
+		cv.Scanned[name] = s.count(name)
 	}
 	for _, name := range sortedKeys(s.errs) {
 		cv.Partial = append(cv.Partial, PartialList{List: name, Why: safetext.Clean(s.errs[name].Error(), 200)})
@@ -630,33 +848,49 @@ func (a *analysis) coverage() Coverage {
 		return out
 	}
 	type check struct {
-		name  string
-		needs []string // all needed
-		any   []string // at least one needed (the rest degrade it)
+		name    string
+		cluster bool     // needs all-namespace lists
+		needs   []string // all needed
+		any     []string // at least one needed (the rest degrade it)
 	}
 	checks := []check{
-		{CheckPodStates, []string{listPods}, nil},
-		{CheckWorkloadReplicas, nil, []string{listDeployments, listStatefulSets, listDaemonSets}},
-		{CheckOwnerResolution, []string{listPods}, []string{listReplicaSets, listJobs}},
-		{CheckFailedJobs, []string{listJobs}, nil},
-		{CheckNodeConditions, []string{listNodes}, nil},
-		{CheckWarningEvents, []string{listEvents}, nil},
+		{CheckPodStates, false, []string{listPods}, nil},
+		{CheckWorkloadReplicas, false, nil, []string{listDeployments, listStatefulSets, listDaemonSets}},
+		{CheckOwnerResolution, false, []string{listPods}, []string{listReplicaSets, listJobs}},
+		{CheckFailedJobs, false, []string{listJobs}, nil},
+		{CheckNodeConditions, true, []string{listNodes}, nil},
+		{CheckServices, false, []string{listServices, listPods}, nil},
+		{CheckPVCs, false, []string{listPVCs}, []string{listPods, listStorageClasses}},
+		{CheckIngresses, false, []string{listIngresses, listServices}, nil},
+		{CheckHPAs, false, []string{listHPAs}, nil},
+		{CheckPDBs, false, []string{listPDBs}, nil},
+		{CheckWebhooks, true, []string{listServices, listPods}, []string{listValidatingHooks, listMutatingHooks}},
+		{CheckWarningEvents, false, []string{listEvents}, nil},
 	}
 	for _, ch := range checks {
-		if ch.name == CheckNodeConditions && a.opts.Namespace != "" {
-			cv.ChecksSkipped = append(cv.ChecksSkipped, Skipped{ch.name, "namespace-scoped sweep; nodes are cluster-wide"})
+		if ch.cluster && a.opts.Namespace != "" {
+			cv.ChecksSkipped = append(cv.ChecksSkipped, Skipped{ch.name, "namespace-scoped sweep; cluster-wide objects"})
 			continue
 		}
 		if f := failed(ch.needs...); len(f) > 0 {
 			cv.ChecksSkipped = append(cv.ChecksSkipped, Skipped{ch.name, "list failed: " + strings.Join(f, ", ")})
 			continue
 		}
-		if f := failed(ch.any...); len(ch.any) > 0 && len(f) == len(ch.any) {
+		any := ch.any
+		if a.opts.Namespace != "" { // cluster-scoped helpers are not read by namespace sweeps
+			any = nil
+			for _, l := range ch.any {
+				if !clusterLists[l] {
+					any = append(any, l)
+				}
+			}
+		}
+		if f := failed(any...); len(any) > 0 && len(f) == len(any) {
 			cv.ChecksSkipped = append(cv.ChecksSkipped, Skipped{ch.name, "list failed: " + strings.Join(f, ", ")})
 			continue
 		}
 		name := ch.name
-		if f := failed(ch.any...); len(f) > 0 {
+		if f := failed(any...); len(f) > 0 {
 			name += " (degraded: " + strings.Join(f, ", ") + " not listed)"
 		}
 		cv.ChecksRun = append(cv.ChecksRun, name)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,7 +45,8 @@ func TestClusterProblemsFindsEachFixture(t *testing.T) {
 	if len(r.Coverage.Partial) != 0 {
 		t.Errorf("partial = %v, want none", r.Coverage.Partial)
 	}
-	want := []string{CheckPodStates, CheckWorkloadReplicas, CheckOwnerResolution, CheckFailedJobs, CheckNodeConditions, CheckWarningEvents}
+	want := []string{CheckPodStates, CheckWorkloadReplicas, CheckOwnerResolution, CheckFailedJobs, CheckNodeConditions,
+		CheckServices, CheckPVCs, CheckIngresses, CheckHPAs, CheckPDBs, CheckWebhooks, CheckWarningEvents}
 	if strings.Join(r.Coverage.ChecksRun, ",") != strings.Join(want, ",") {
 		t.Errorf("checks_run = %v, want %v", r.Coverage.ChecksRun, want)
 	}
@@ -184,23 +186,26 @@ func TestClusterProblemsSanitizesEventText(t *testing.T) {
 		Type:           corev1.EventTypeWarning, Reason: "ProvisioningFailed", Message: evil, Count: 3,
 		LastTimestamp: metav1.NewTime(testNow.Add(-time.Minute)),
 	}
-	c, _ := brokenClient(t, ev)
+	class := "fast"
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: fixtureNS, CreationTimestamp: metav1.NewTime(testNow.Add(-time.Hour))},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}}
+	c, _ := brokenClient(t, ev, pvc)
 	r, err := c.ClusterProblems(context.Background(), ProblemOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := findProblem(r, fixtureNS, "PersistentVolumeClaim", "data", "ProvisioningFailed")
+	p := findProblem(r, fixtureNS, "PersistentVolumeClaim", "data", ReasonPVCPending)
 	if p == nil {
-		t.Fatalf("event group missing: %+v", r.Problems)
+		t.Fatalf("pending claim missing: %+v", r.Problems)
 	}
 	out := r.Render()
 	for _, bad := range []string{"\x1b", "\u202E", "\u200b", strings.Repeat("A", detailMax+1)} {
-		if strings.Contains(p.Detail, bad) || strings.Contains(out, bad) {
+		if strings.Contains(p.Evidence, bad) || strings.Contains(out, bad) {
 			t.Errorf("%q survived", bad)
 		}
 	}
-	if !strings.Contains(p.Detail, "diskexe.txt failing AAAA") || utf8.RuneCountInString(p.Detail) > detailMax {
-		t.Errorf("detail = %q", p.Detail)
+	if !strings.Contains(p.Evidence, "diskexe.txt failing AAAA") || utf8.RuneCountInString(p.Evidence) > detailMax {
+		t.Errorf("evidence = %q", p.Evidence)
 	}
 }
 
@@ -223,9 +228,13 @@ func TestClusterProblemsOldEventsAreHistory(t *testing.T) {
 	if r.Coverage.EventsOutsideWindow != 1 {
 		t.Errorf("outside window = %d", r.Coverage.EventsOutsideWindow)
 	}
+	// within a 4h window it is churn about a pod that is gone: never a problem
 	r, _ = c.ClusterProblems(context.Background(), ProblemOptions{Window: 4 * time.Hour})
-	if p := findProblem(r, fixtureNS, "Pod", "gone-abc", "FailedMount"); p == nil || p.Severity != api.SeverityMedium {
-		t.Errorf("with a 4h window the event is a problem: %+v", p)
+	if p := findProblem(r, fixtureNS, "Pod", "gone-abc", "FailedMount"); p != nil {
+		t.Errorf("an event about a gone pod is a problem: %+v", p)
+	}
+	if r.Churn.Events != 1 || r.Churn.OnGone != 1 || r.Churn.ByReason["FailedMount"] != 1 {
+		t.Errorf("churn = %+v", r.Churn)
 	}
 }
 
@@ -273,7 +282,7 @@ func TestClusterProblemsJobsNodesAndFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	jp := findProblem(r, "batch", "CronJob", "nightly", ReasonJobFailed)
-	if jp == nil || jp.Remediable || jp.Severity != api.SeverityMedium {
+	if jp == nil || jp.Remediable || jp.Severity != api.SeverityMedium || !strings.Contains(jp.Detail, "BackoffLimitExceeded") {
 		t.Errorf("failed job: %+v", jp)
 	}
 	if p := findProblem(r, "", "Node", "worker-2", ReasonNodeNotReady); p == nil || p.Severity != api.SeverityCritical {
@@ -299,14 +308,14 @@ func TestRenderBoundedOnManyProblems(t *testing.T) {
 	var ps []Problem
 	for i := 0; i < 2000; i++ {
 		ps = append(ps, Problem{Severity: api.SeverityLow, Check: CheckWarningEvents, Namespace: "ns", Kind: "Pod",
-			Name: strings.Repeat("x", 50) + string(rune('a'+i%26)), Reason: "FailedMount", Detail: strings.Repeat("d", detailMax), Events: i})
+			Name: strings.Repeat("x", 50) + strconv.Itoa(i), Reason: "PVCPending", Detail: strings.Repeat("d", detailMax), Events: i})
 	}
-	r := &ProblemReport{Problems: ps, Coverage: Coverage{Scope: "all namespaces", Window: time.Hour}}
+	r := &ProblemReport{Problems: ps, Coverage: Coverage{Scope: "all namespaces", Window: time.Hour, ChecksRun: []string{CheckPVCs}}}
 	out := r.Render()
 	if n := utf8.RuneCountInString(out); n > DefaultProblemChars {
 		t.Fatalf("%d chars", n)
 	}
-	if !strings.Contains(out, "more problems not shown: low FailedMount x") || !strings.Contains(out, "coverage:") {
+	if !strings.Contains(out, "more broken objects not shown: low PVCPending x") || !strings.Contains(out, "coverage:") {
 		t.Errorf("no summary or coverage:\n%s", out[len(out)-600:])
 	}
 }

@@ -32,20 +32,21 @@ func TestPageAllFollowsContinue(t *testing.T) {
 		}
 		return l, nil
 	}
+	pages := 0
 	pods, err := pageAll(context.Background(), metav1.ListOptions{LabelSelector: "a=b"}, list,
-		func(l *corev1.PodList) []corev1.Pod { return l.Items }, func(l *corev1.PodList) metav1.ListMeta { return l.ListMeta })
+		func(l *corev1.PodList) []corev1.Pod { return l.Items }, func(l *corev1.PodList) metav1.ListMeta { return l.ListMeta }, &pages)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(pods) != total || pods[total-1].Name != strconv.Itoa(total-1) {
 		t.Fatalf("got %d pods", len(pods))
 	}
-	if len(calls) != 3 || calls[2].Continue != "10000" || calls[2].LabelSelector != "a=b" || calls[0].Limit != pageSize {
+	if len(calls) != 3 || pages != 3 || calls[2].Continue != "10000" || calls[2].LabelSelector != "a=b" || calls[0].Limit != pageSize {
 		t.Errorf("calls = %+v", calls)
 	}
 	boom := errors.New("boom")
 	_, err = pageAll(context.Background(), metav1.ListOptions{}, func(context.Context, metav1.ListOptions) (*corev1.PodList, error) { return nil, boom },
-		func(l *corev1.PodList) []corev1.Pod { return l.Items }, func(l *corev1.PodList) metav1.ListMeta { return l.ListMeta })
+		func(l *corev1.PodList) []corev1.Pod { return l.Items }, func(l *corev1.PodList) metav1.ListMeta { return l.ListMeta }, &pages)
 	if !errors.Is(err, boom) {
 		t.Errorf("err = %v", err)
 	}
