@@ -470,7 +470,9 @@ func (a *analysis) add(check, base, ns string, o owner, reason, container, detai
 	return g
 }
 
-func (a *analysis) broken(ns, kind, name string) bool { return len(a.byOwner[wkey(ns, kind, name)]) > 0 }
+func (a *analysis) broken(ns, kind, name string) bool {
+	return len(a.byOwner[wkey(ns, kind, name)]) > 0
+}
 
 var imagePullReasons = map[string]bool{"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true, "ErrImageNeverPull": true}
 

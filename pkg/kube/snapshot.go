@@ -188,7 +188,9 @@ func (c *Client) collect(ctx context.Context, ns string, timeout time.Duration) 
 		listIngresses: listFn(&s.ings, none, cs.NetworkingV1().Ingresses(ns).List,
 			func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items }, func(l *networkingv1.IngressList) metav1.ListMeta { return l.ListMeta }),
 		listHPAs: listFn(&s.hpas, none, cs.AutoscalingV2().HorizontalPodAutoscalers(ns).List,
-			func(l *autoscalingv2.HorizontalPodAutoscalerList) []autoscalingv2.HorizontalPodAutoscaler { return l.Items },
+			func(l *autoscalingv2.HorizontalPodAutoscalerList) []autoscalingv2.HorizontalPodAutoscaler {
+				return l.Items
+			},
 			func(l *autoscalingv2.HorizontalPodAutoscalerList) metav1.ListMeta { return l.ListMeta }),
 		listPDBs: listFn(&s.pdbs, none, cs.PolicyV1().PodDisruptionBudgets(ns).List,
 			func(l *policyv1.PodDisruptionBudgetList) []policyv1.PodDisruptionBudget { return l.Items },
@@ -213,10 +215,14 @@ func (c *Client) collect(ctx context.Context, ns string, timeout time.Duration) 
 			func(l *storagev1.StorageClassList) metav1.ListMeta { return l.ListMeta })
 		adm := cs.AdmissionregistrationV1()
 		listers[listValidatingHooks] = listFn(&s.vhooks, none, adm.ValidatingWebhookConfigurations().List,
-			func(l *admissionv1.ValidatingWebhookConfigurationList) []admissionv1.ValidatingWebhookConfiguration { return l.Items },
+			func(l *admissionv1.ValidatingWebhookConfigurationList) []admissionv1.ValidatingWebhookConfiguration {
+				return l.Items
+			},
 			func(l *admissionv1.ValidatingWebhookConfigurationList) metav1.ListMeta { return l.ListMeta })
 		listers[listMutatingHooks] = listFn(&s.mhooks, none, adm.MutatingWebhookConfigurations().List,
-			func(l *admissionv1.MutatingWebhookConfigurationList) []admissionv1.MutatingWebhookConfiguration { return l.Items },
+			func(l *admissionv1.MutatingWebhookConfigurationList) []admissionv1.MutatingWebhookConfiguration {
+				return l.Items
+			},
 			func(l *admissionv1.MutatingWebhookConfigurationList) metav1.ListMeta { return l.ListMeta })
 	}
 	var mu sync.Mutex
