@@ -53,11 +53,25 @@ func explains(p *Problem, e *corev1.Event) bool {
 	if e.Reason == "BackOff" {
 		return false
 	}
+	if p.Check == CheckNodeConditions {
+		return nodeEvidence[p.Reason][e.Reason]
+	}
 	if p.Check == CheckPodStates {
 		return p.Reason == ReasonProbeFailure && e.Reason == "Unhealthy" ||
 			p.Reason == ReasonStuckCreating && (e.Reason == "FailedMount" || e.Reason == "FailedAttachVolume" || e.Reason == "FailedCreatePodSandBox")
 	}
 	return true
+}
+
+// nodeEvidence: the kubelet and node-controller events that explain a
+// node condition (a NodeNotReady event about a node Ready now explains
+// nothing).
+var nodeEvidence = map[string]map[string]bool{
+	ReasonNodeNotReady:                    {"NodeNotReady": true, "NodeStatusUnknown": true, "Rebooted": true},
+	string(corev1.NodeMemoryPressure):     {"EvictionThresholdMet": true, "NodeHasInsufficientMemory": true, "SystemOOM": true},
+	string(corev1.NodeDiskPressure):       {"EvictionThresholdMet": true, "NodeHasDiskPressure": true, "FreeDiskSpaceFailed": true, "ImageGCFailed": true},
+	string(corev1.NodePIDPressure):        {"EvictionThresholdMet": true, "NodeHasInsufficientPID": true},
+	string(corev1.NodeNetworkUnavailable): {"NetworkNotReady": true},
 }
 
 // checkEvents attaches each Warning event within the window to the current

@@ -5,9 +5,14 @@ import (
 	"hash/fnv"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,6 +32,11 @@ const (
 	ConfigError   Scenario = "configerror"
 	NotReady      Scenario = "notready"
 	Unschedulable Scenario = "unschedulable"
+	// StuckMount: the pod waits in ContainerCreating because a volume
+	// cannot mount (a FailedMount event says which).
+	StuckMount Scenario = "stuckmount"
+	// Recovered: running and ready again after an OOM kill 30 minutes ago.
+	Recovered Scenario = "recovered"
 )
 
 // Objects is a fixture set as a real cluster would store it: each object
@@ -40,6 +50,17 @@ type Objects struct {
 	Pods        []*corev1.Pod
 	Jobs        []*batchv1.Job
 	Events      []*corev1.Event
+
+	StatefulSets   []*appsv1.StatefulSet
+	DaemonSets     []*appsv1.DaemonSet
+	CronJobs       []*batchv1.CronJob
+	Services       []*corev1.Service
+	PVCs           []*corev1.PersistentVolumeClaim
+	StorageClasses []*storagev1.StorageClass
+	Ingresses      []*networkingv1.Ingress
+	HPAs           []*autoscalingv2.HorizontalPodAutoscaler
+	PDBs           []*policyv1.PodDisruptionBudget
+	Webhooks       []*admissionv1.ValidatingWebhookConfiguration
 }
 
 // All returns every object, for fake.NewClientset.
@@ -64,6 +85,36 @@ func (o *Objects) All() []runtime.Object {
 		out = append(out, x)
 	}
 	for _, x := range o.Events {
+		out = append(out, x)
+	}
+	for _, x := range o.StatefulSets {
+		out = append(out, x)
+	}
+	for _, x := range o.DaemonSets {
+		out = append(out, x)
+	}
+	for _, x := range o.CronJobs {
+		out = append(out, x)
+	}
+	for _, x := range o.Services {
+		out = append(out, x)
+	}
+	for _, x := range o.PVCs {
+		out = append(out, x)
+	}
+	for _, x := range o.StorageClasses {
+		out = append(out, x)
+	}
+	for _, x := range o.Ingresses {
+		out = append(out, x)
+	}
+	for _, x := range o.HPAs {
+		out = append(out, x)
+	}
+	for _, x := range o.PDBs {
+		out = append(out, x)
+	}
+	for _, x := range o.Webhooks {
 		out = append(out, x)
 	}
 	return out
@@ -260,15 +311,20 @@ func (b *builder) oldRevision(image string) {
 
 // pod adds one pod of rs in scenario sc; it reports whether the pod is ready.
 func (b *builder) pod(rs *appsv1.ReplicaSet, sc Scenario, node string, i int) bool {
-	ns := rs.Namespace
-	name := rs.Name + "-" + hashName(fmt.Sprintf("%s/%s/%d", ns, rs.Name, i), 5)
-	spec := *rs.Spec.Template.Spec.DeepCopy()
+	name := rs.Name + "-" + hashName(fmt.Sprintf("%s/%s/%d", rs.Namespace, rs.Name, i), 5)
+	return b.podOf(rs.Namespace, name, ctrl("ReplicaSet", "apps/v1", rs.Name, rs.UID), &rs.Spec.Template, sc, node, i)
+}
+
+// podOf adds one pod named name from tmpl, owned by refs, in scenario sc;
+// it reports whether the pod is ready.
+func (b *builder) podOf(ns, name string, refs []metav1.OwnerReference, tmpl *corev1.PodTemplateSpec, sc Scenario, node string, i int) bool {
+	spec := *tmpl.Spec.DeepCopy()
 	if sc != Unschedulable {
 		spec.NodeName = node
 	}
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid("Pod", ns, name), Labels: rs.Spec.Template.Labels,
-			OwnerReferences: ctrl("ReplicaSet", "apps/v1", rs.Name, rs.UID)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid("Pod", ns, name), Labels: tmpl.Labels,
+			OwnerReferences: refs, CreationTimestamp: b.t(20 * time.Hour)},
 		Spec: spec,
 	}
 	b.ip++
@@ -335,6 +391,21 @@ func (b *builder) pod(rs *appsv1.ReplicaSet, sc Scenario, node string, i int) bo
 		}
 		b.event(p, "Warning", "Unhealthy", fmt.Sprintf("Readiness probe failed: Get \"http://%s:%s/healthz\": dial tcp %s:%s: connect: connection refused", ip, port, ip, port),
 			13680, 19*time.Hour, 4*time.Second, "kubelet")
+	case Recovered:
+		cs.State, cs.Ready, cs.Started = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: b.t(30 * time.Minute)}}, true, ptr(true)
+		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled",
+			StartedAt: b.t(3 * time.Hour), FinishedAt: b.t(31 * time.Minute), ContainerID: cs.ContainerID}}
+		cs.RestartCount = 3
+		ready = true
+		b.event(p, "Warning", "BackOff", fmt.Sprintf("Back-off restarting failed container %s in pod %s", c.Name, podRef), 4, 3*time.Hour, 32*time.Minute, "kubelet")
+	case StuckMount:
+		p.Status.Phase = corev1.PodPending
+		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+		cs.ImageID, cs.ContainerID, cs.Started = "", "", ptr(false)
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: p.Name[:len(p.Name)-17] + "-config"}}}})
+		b.event(p, "Warning", "FailedMount", fmt.Sprintf(`MountVolume.SetUp failed for volume "config" : configmap "%s-config" not found`, p.Name[:len(p.Name)-17]),
+			580, 19*time.Hour, 90*time.Second, "kubelet")
 	case Unschedulable:
 		p.Status.Phase = corev1.PodPending
 		p.Status.StartTime = nil
@@ -348,7 +419,7 @@ func (b *builder) pod(rs *appsv1.ReplicaSet, sc Scenario, node string, i int) bo
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
 	notReadyReason := "ContainersNotReady"
 	p.Status.Conditions = []corev1.PodCondition{
-		cond(corev1.PodReadyToStartContainers, sc != ImagePull && sc != ConfigError, ""),
+		cond(corev1.PodReadyToStartContainers, sc != ImagePull && sc != ConfigError && sc != StuckMount, ""),
 		cond(corev1.PodInitialized, true, ""),
 		cond(corev1.PodReady, ready, map[bool]string{false: notReadyReason}[ready]),
 		cond(corev1.ContainersReady, ready, map[bool]string{false: notReadyReason}[ready]),

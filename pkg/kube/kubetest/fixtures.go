@@ -221,6 +221,9 @@ func Load(ctx context.Context, cs kubernetes.Interface, o *Objects, workers int)
 	}); err != nil {
 		return err
 	}
+	if err := loadMore(ctx, cs, o, workers, setUID); err != nil {
+		return err
+	}
 	if err := parallel(ctx, workers, len(o.Jobs), func(ctx context.Context, i int) error {
 		j := o.Jobs[i].DeepCopy()
 		u := clean(&j.ObjectMeta)
