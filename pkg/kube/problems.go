@@ -68,9 +68,9 @@ const (
 	DefaultProblemWindow = time.Hour
 	// DefaultProblemChars bounds the rendered report (the tool output limit).
 	DefaultProblemChars = 8000
-	// stuckAfter: a pod still creating its containers, or a claim still
-	// Pending, this long after it was created is stuck, not starting.
-	stuckAfter = 5 * time.Minute
+	// DefaultStuckAfter: a pod still creating its containers, or a claim
+	// still Pending, this long after it was created is stuck, not starting.
+	DefaultStuckAfter = 5 * time.Minute
 	// bareJobWindow: a failed Job without a CronJob is reported while its
 	// failure is this recent; older ones are left to their owner's cleanup.
 	bareJobWindow = 24 * time.Hour
@@ -106,6 +106,10 @@ type ProblemOptions struct {
 	// ListTimeout bounds each List (all its pages); a List that takes
 	// longer is named in the coverage as partial. 0 = 20s.
 	ListTimeout time.Duration
+	// StuckAfter: a claim Pending, or a container still being created,
+	// this long after creation is stuck rather than starting. 0 = 5m;
+	// negative = at once.
+	StuckAfter time.Duration
 }
 
 // Problem is one thing wrong now, grouped: one per owner and reason.
@@ -242,6 +246,12 @@ func (c *Client) ClusterProblems(ctx context.Context, opts ProblemOptions) (*Pro
 	}
 	if opts.ListTimeout <= 0 {
 		opts.ListTimeout = defaultListTimeout
+	}
+	switch {
+	case opts.StuckAfter == 0:
+		opts.StuckAfter = DefaultStuckAfter
+	case opts.StuckAfter < 0:
+		opts.StuckAfter = 0
 	}
 	s := c.collect(ctx, opts.Namespace, opts.ListTimeout)
 	if len(s.listed) == 0 { // nothing answered: say the cluster is down rather than "healthy"
@@ -496,7 +506,7 @@ func (a *analysis) checkPods() {
 // either waits to restart or was killed within the window (one sweep
 // cannot see restarts growing; a container that is ready again has
 // recovered). Then crash loops, image and config errors, containers still
-// being created stuckAfter after the pod started, unschedulable pods, and
+// being created StuckAfter after the pod started, unschedulable pods, and
 // running pods that are not ready.
 func (a *analysis) classifyPod(p *corev1.Pod) (reason, container, detail string, restarts int) {
 	limits := map[string]string{}
@@ -556,7 +566,7 @@ func (a *analysis) classifyPod(p *corev1.Pod) (reason, container, detail string,
 			consider(hit{2, ReasonImagePull, cs.Name, fmt.Sprintf("container %s %s: %s", cs.Name, w.Reason, w.Message), rc})
 		case w != nil && (w.Reason == ReasonConfigError || w.Reason == ReasonCreateError):
 			consider(hit{2, w.Reason, cs.Name, fmt.Sprintf("container %s %s: %s", cs.Name, w.Reason, w.Message), rc})
-		case w != nil && (w.Reason == "ContainerCreating" || w.Reason == "PodInitializing") && a.now.Sub(started) > stuckAfter:
+		case w != nil && (w.Reason == "ContainerCreating" || w.Reason == "PodInitializing") && a.now.Sub(started) > a.opts.StuckAfter:
 			consider(hit{3, ReasonStuckCreating, cs.Name, fmt.Sprintf("container %s still %s since %s", cs.Name, w.Reason,
 				started.UTC().Format(time.RFC3339)), rc})
 		}

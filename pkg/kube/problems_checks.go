@@ -174,7 +174,7 @@ func (a *analysis) checkServices() {
 	}
 }
 
-// checkPVCs: a claim Lost; a claim Pending stuckAfter after creation that
+// checkPVCs: a claim Lost; a claim Pending StuckAfter after creation that
 // a pod waits for, or whose class binds immediately (a
 // WaitForFirstConsumer claim no pod uses yet is Pending by design).
 func (a *analysis) checkPVCs() {
@@ -214,7 +214,7 @@ func (a *analysis) checkPVCs() {
 			a.add(CheckPVCs, api.SeverityHigh, c.Namespace, o, ReasonPVCLost, "",
 				fmt.Sprintf("claim Lost: its volume %s no longer exists", nonEmpty(c.Spec.VolumeName, "(unnamed)")), "", 0)
 		case corev1.ClaimPending:
-			if a.now.Sub(c.CreationTimestamp.Time) < stuckAfter {
+			if a.now.Sub(c.CreationTimestamp.Time) < a.opts.StuckAfter {
 				continue
 			}
 			class := defaultClass
