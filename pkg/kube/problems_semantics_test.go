@@ -37,7 +37,9 @@ type hand struct {
 	now     time.Time
 }
 
-func (h *hand) ago(d time.Duration) metav1.Time { return metav1.NewTime(h.now.Add(-d).UTC().Truncate(time.Second)) }
+func (h *hand) ago(d time.Duration) metav1.Time {
+	return metav1.NewTime(h.now.Add(-d).UTC().Truncate(time.Second))
+}
 
 func huid(parts ...string) types.UID { return types.UID("hand-" + strings.Join(parts, "-")) }
 
@@ -236,7 +238,7 @@ var semCases = []semCase{
 	{"a StatefulSet with no ready pod is critical", func(h *hand) {
 		one := int32(1)
 		h.o.StatefulSets = append(h.o.StatefulSets, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: h.ns, UID: huid("StatefulSet", h.ns, "pg")},
-			Spec: appsv1.StatefulSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pg"}}, Template: handTemplate("pg")},
+			Spec:   appsv1.StatefulSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pg"}}, Template: handTemplate("pg")},
 			Status: appsv1.StatefulSetStatus{Replicas: 1}})
 		h.pod("pg-0", "pg", "StatefulSet", "pg", crashing("Error"))
 	}, []string{"StatefulSet/pg CrashLoopBackOff critical"}},
@@ -330,7 +332,7 @@ var semCases = []semCase{
 		pdb := func(name string, expected, healthy, desired int32) {
 			m := intstr.FromString("100%")
 			h.o.PDBs = append(h.o.PDBs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
-				Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &m, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
+				Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: &m, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
 				Status: policyv1.PodDisruptionBudgetStatus{ExpectedPods: expected, CurrentHealthy: healthy, DesiredHealthy: desired}})
 		}
 		pdb("strict", 3, 3, 3)
