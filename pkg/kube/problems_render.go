@@ -168,7 +168,7 @@ func (r *ProblemReport) renderHeader() string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "cluster_problems for %s (verdict %s): %s", r.Coverage.Scope, r.Verdict(), plural(len(owners), "broken object"))
+	fmt.Fprintf(&b, "cluster_problems for %s (Warning events within %s; verdict %s): %s", r.Coverage.Scope, window(r.Coverage.Window), r.Verdict(), plural(len(owners), "broken object"))
 	if len(owners) > 0 {
 		fmt.Fprintf(&b, " (%d critical, %d high, %d medium, %d low)", sev[0], sev[1], sev[2], sev[3])
 	}
