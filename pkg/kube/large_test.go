@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 // checkLargeReport asserts the large-fixture contract: at most 8,000
 // characters, every planted problem named with its owner (first reason),
 // and no problem in the fixture's namespaces or nodes that was not planted.
-func checkLargeReport(t testing.TB, r *ProblemReport, prefix string, planted []kubetest.Planted) string {
+func checkLargeReport(t testing.TB, r *ProblemReport, prefix string, planted []kubetest.Planted) (recall, falsePositives int) {
 	t.Helper()
 	out := r.Render()
 	if n := utf8.RuneCountInString(out); n > DefaultProblemChars {
@@ -28,6 +29,8 @@ func checkLargeReport(t testing.TB, r *ProblemReport, prefix string, planted []k
 		}
 		if !strings.Contains(out, " "+p.Reasons[0]+" "+path+" ") && !strings.Contains(out, " "+p.Reasons[0]+" "+path+"\n") {
 			t.Errorf("planted %s %s not named in the render", p.Reasons[0], path)
+		} else {
+			recall++
 		}
 	}
 	for _, p := range r.Problems {
@@ -38,9 +41,10 @@ func checkLargeReport(t testing.TB, r *ProblemReport, prefix string, planted []k
 		reasons, ok := want[p.Namespace+"/"+p.Kind+"/"+p.Name]
 		if !ok || !slices.Contains(reasons, p.Reason) {
 			t.Errorf("false positive: %s %s/%s/%s: %s", p.Reason, p.Namespace, p.Kind, p.Name, p.Detail)
+			falsePositives++
 		}
 	}
-	return out
+	return recall, falsePositives
 }
 
 func TestLargeFixtureOnFake(t *testing.T) {
@@ -55,7 +59,7 @@ func TestLargeFixtureOnFake(t *testing.T) {
 			warnings++
 		}
 	}
-	if warnings < 3600 || warnings > 3800 || len(planted) < 24 {
+	if warnings < 3600 || warnings > 3900 || len(planted) < 30 {
 		t.Fatalf("%d warning events, %d planted", warnings, len(planted))
 	}
 	c, _ := fakeClient(t, o.All()...)
@@ -63,10 +67,20 @@ func TestLargeFixtureOnFake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := checkLargeReport(t, r, "bx", planted)
+	checkLargeReport(t, r, "bx", planted)
+	out := r.Render()
 	r2, _ := c.ClusterProblems(context.Background(), ProblemOptions{})
 	if r2.Render() != out {
 		t.Error("two sweeps of the same state render differently")
+	}
+	if len(r.Problems) != len(planted) {
+		t.Errorf("%d problems for %d planted: one per owner and reason", len(r.Problems), len(planted))
+	}
+	if raw, _ := json.Marshal(ProblemsToFindings(r)); len(raw) >= 64<<10 {
+		t.Errorf("findings are %d bytes", len(raw))
+	}
+	if r.Churn.Events < 3500 || r.Churn.OnGone < 800 {
+		t.Errorf("churn = %+v", r.Churn)
 	}
 	if testing.Verbose() {
 		t.Logf("%d chars, %d problems:\n%s", utf8.RuneCountInString(out), len(r.Problems), out)
