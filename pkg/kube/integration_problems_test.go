@@ -111,7 +111,6 @@ func TestIntegrationAlertOnRecoveredWorkload(t *testing.T) {
 	}
 }
 
-
 func kubetestLoad(ctx context.Context, env *kubetest.Env, h *hand) error {
 	return kubetest.Load(ctx, env.Clientset, h.o, 4)
 }
