@@ -253,7 +253,8 @@ func TestRenderContents(t *testing.T) {
 	for _, res := range []string{"/pods", "/pods/log", "/events", "/nodes", "/namespaces", "/services", "/configmaps",
 		"/persistentvolumeclaims", "apps/deployments", "apps/replicasets", "apps/statefulsets", "apps/daemonsets",
 		"batch/jobs", "batch/cronjobs", "networking.k8s.io/ingresses", "autoscaling/horizontalpodautoscalers",
-		"events.k8s.io/events"} {
+		"events.k8s.io/events", "policy/poddisruptionbudgets", "storage.k8s.io/storageclasses",
+		"admissionregistration.k8s.io/validatingwebhookconfigurations", "admissionregistration.k8s.io/mutatingwebhookconfigurations"} {
 		if !granted[res] {
 			t.Errorf("kubecrew-cluster-reader does not grant %s", res)
 		}
