@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -210,18 +211,36 @@ func (r *ProblemReport) Verdict() string {
 	return VerdictHealthy
 }
 
-// NotChecked lists what the sweep could not check and why (empty when
-// coverage is complete).
+// NotChecked says what the sweep could not check and why, grouped by
+// cause ("forbidden for User \"x\": events, pods"); empty when coverage is
+// complete. The coverage block keeps each List's full error.
 func (r *ProblemReport) NotChecked() []string {
 	var out []string
 	if r.Coverage.Missing != "" {
 		out = append(out, r.Coverage.Missing)
 	}
+	byCause := map[string][]string{}
+	var causes []string
 	for _, p := range r.Coverage.Partial {
-		out = append(out, p.List+": "+p.Why)
+		cause, _, _ := strings.Cut(p.Why, ":")
+		if cause == ErrClusterUnavailable.Error() {
+			cause = "unanswered (timed out, throttled or unreachable)"
+		}
+		if m := userRE.FindString(p.Why); m != "" && cause == "forbidden" {
+			cause += " for " + m
+		}
+		if byCause[cause] == nil {
+			causes = append(causes, cause)
+		}
+		byCause[cause] = append(byCause[cause], p.List)
+	}
+	for _, c := range causes {
+		out = append(out, c+": "+strings.Join(byCause[c], ", "))
 	}
 	return out
 }
+
+var userRE = regexp.MustCompile(`User "[^"]{1,100}"`)
 
 // owner is a resolved top-level controller.
 type owner struct{ kind, name string }
@@ -290,7 +309,7 @@ func (c *Client) missingNamespaces(ctx context.Context, s *snapshot, opts Proble
 		}
 		_, err := c.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		switch {
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err) && len(s.listed) > 0: // a server that answers 404 to everything proves nothing
 			out[ns] = true
 		case err != nil && ns == opts.Namespace:
 			s.errs["namespace "+ns] = c.apiErr(err, "get namespace "+ns)
