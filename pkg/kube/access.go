@@ -53,8 +53,13 @@ func access(verb string, kinds ...string) []Access {
 // grant exactly this; see manifests/base/rbac.yaml). k8s_api_resources
 // reads discovery, which every authenticated identity may.
 var toolAccess = map[string][]Access{
-	ToolClusterProblems: access("list", KindPods, KindReplicaSets, KindDeployments, KindStatefulSets, KindDaemonSets,
-		KindJobs, KindNodes, KindEvents),
+	ToolClusterProblems: append(access("list", KindPods, KindReplicaSets, KindDeployments, KindStatefulSets, KindDaemonSets,
+		KindJobs, KindCronJobs, KindNodes, KindEvents, KindServices, KindPersistentVolumeClaims, KindIngresses, KindHorizontalPodAutoscalers),
+		Access{Verb: "list", Group: "policy", Resource: "poddisruptionbudgets"},
+		Access{Verb: "list", Group: "storage.k8s.io", Resource: "storageclasses"},
+		Access{Verb: "list", Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"},
+		Access{Verb: "list", Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations"},
+		Access{Verb: "get", Resource: KindNamespaces}),
 	ToolGetResources: access("list", Kinds...),
 	ToolDescribe:     append(access("get", describeKinds...), access("list", KindPods, KindReplicaSets, KindEvents)...),
 	ToolGetEvents:    access("list", KindEvents),
