@@ -67,14 +67,14 @@ func failing(t *testing.T, r readyBody, dep string) string {
 // reports each permission, and answers 503.
 func TestReadyForbiddenIdentityOnRealAPIServer(t *testing.T) {
 	env := kubetest.Start(t)
-	kc := env.LimitedKubeconfig(t, nil)
+	kc := kubeconfigWith(t, env, nil) // in a subtest: Limited holds its lock until the (sub)test ends
 	a := start(t, map[string]string{"AGENT_PERSONA": "noor", "KUBECONFIG": kc})
 	code, r := getReady(t, a)
 	if code != http.StatusServiceUnavailable || r.Ready {
 		t.Fatalf("/ready = %d, ready %v; want 503", code, r.Ready)
 	}
 	msg := failing(t, r, "cluster")
-	for _, want := range []string{"forbidden", kubetest.LimitedUser, "list pods", "cluster_problems"} {
+	for _, want := range []string{"forbidden", kubetest.LimitedUser, "get configmaps", "permissions the tools need", "cluster_problems"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("cluster failure %q does not say %q", msg, want)
 		}
@@ -99,6 +99,9 @@ func TestReadyForbiddenIdentityOnRealAPIServer(t *testing.T) {
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list"}},
 		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "list"}},
 	})
 	a = start(t, map[string]string{"AGENT_PERSONA": "noor", "KUBECONFIG": kc})
 	if code, r := getReady(t, a); code != http.StatusOK || !r.Ready || !strings.HasPrefix(r.Cluster, "ok") {
@@ -109,8 +112,15 @@ func TestReadyForbiddenIdentityOnRealAPIServer(t *testing.T) {
 func kubeconfigWith(t *testing.T, env *kubetest.Env, rules []rbacv1.PolicyRule) string {
 	t.Helper()
 	// Limited holds its lock until the test ends; a subtest gets its own.
-	var path string
-	t.Run("rebind", func(t *testing.T) { path = env.LimitedKubeconfig(t, rules) })
+	// The subtest's files go with it: keep a copy in the test's own directory.
+	path := filepath.Join(t.TempDir(), "limited.kubeconfig")
+	t.Run("rebind", func(t *testing.T) {
+		raw, err := os.ReadFile(env.LimitedKubeconfig(t, rules))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, path, string(raw))
+	})
 	return path
 }
 
