@@ -247,16 +247,22 @@ func (a *analysis) checkPVCs() {
 	}
 }
 
+// serviceIndex maps ns/name to the listed Services.
+func (a *analysis) serviceIndex() map[string]*corev1.Service {
+	svcs := make(map[string]*corev1.Service, len(a.s.services))
+	for i := range a.s.services {
+		svcs[a.s.services[i].Namespace+"/"+a.s.services[i].Name] = &a.s.services[i]
+	}
+	return svcs
+}
+
 // checkIngresses: every Service backend of an Ingress must exist and
 // expose the port it names.
 func (a *analysis) checkIngresses() {
 	if !a.s.listed[listIngresses] || !a.s.listed[listServices] {
 		return
 	}
-	svcs := map[string]*corev1.Service{}
-	for i := range a.s.services {
-		svcs[a.s.services[i].Namespace+"/"+a.s.services[i].Name] = &a.s.services[i]
-	}
+	svcs := a.serviceIndex()
 	for i := range a.s.ings {
 		ing := &a.s.ings[i]
 		var bad []string
@@ -308,10 +314,7 @@ func (a *analysis) checkWebhooks() {
 	if !a.s.listed[listServices] || !a.s.listed[listPods] {
 		return
 	}
-	svcs := map[string]*corev1.Service{}
-	for i := range a.s.services {
-		svcs[a.s.services[i].Namespace+"/"+a.s.services[i].Name] = &a.s.services[i]
-	}
+	svcs := a.serviceIndex()
 	check := func(kind, cfg, hook string, ref *admissionv1.ServiceReference, policy *admissionv1.FailurePolicyType) {
 		if ref == nil {
 			return
