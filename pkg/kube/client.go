@@ -107,7 +107,7 @@ var klogOnce sync.Once
 // loaded it also returns the error, and the Client's tools answer
 // "cluster_unavailable: …" and Ready reports it, so the agent still starts
 // and says what is wrong.
-func Connect(kubeconfig, kubeContext string, log *zap.Logger) (*Client, error) {
+func Connect(kubeconfig, kubeContext string, log *zap.Logger, opts ...Option) (*Client, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -132,7 +132,11 @@ func Connect(kubeconfig, kubeContext string, log *zap.Logger) (*Client, error) {
 	}
 	log.Info("cluster client configured", zap.String("source", where), zap.String("host", cfg.Host),
 		zap.Float32("qps", cfg.QPS), zap.Int("burst", cfg.Burst))
-	return &Client{cs: cs, log: log, now: time.Now, where: where, host: cfg.Host}, nil
+	c := &Client{cs: cs, log: log, now: time.Now, where: where, host: cfg.Host}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
 }
 
 func loadConfig(kubeconfig, kubeContext string) (*rest.Config, string, error) {

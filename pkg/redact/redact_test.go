@@ -95,3 +95,16 @@ func TestNothingToRedactIsNotCopied(t *testing.T) {
 		t.Fatalf("changed clean text: %v", n)
 	}
 }
+
+func TestJSON(t *testing.T) {
+	in := []byte(`{"LLM_BASE_URL":{"value":"https://u:p@llm/v1?api-key=k","source":"env"},"GITHUB_TOKEN":"ghtok","n":1,"list":["password=x"]}`)
+	out, n := JSON(in)
+	want := `{"GITHUB_TOKEN":"[REDACTED:secret-pair]","LLM_BASE_URL":{"source":"env","value":"https://[REDACTED:url-userinfo]@llm/v1?api-key=[REDACTED:url-query]"},"list":["password=[REDACTED:secret-pair]"],"n":1}`
+	if string(out) != want || n.Total() != 4 {
+		t.Fatalf("JSON =\n%s (%v)\nwant\n%s", out, n, want)
+	}
+	clean := []byte(`{"a": 1}`)
+	if out, n := JSON(clean); string(out) != string(clean) || n != nil {
+		t.Fatalf("clean JSON changed: %s", out)
+	}
+}

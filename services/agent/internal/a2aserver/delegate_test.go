@@ -92,8 +92,10 @@ func TestRunDelegateCarriesTheFindingAndIsAudited(t *testing.T) {
 	}
 
 	// "Who told you to do that, and what exactly did they say?" — asked of
-	// Sol's log over HTTP (open, like the runs).
-	resp, err := http.Get(sol.url + "/a2a/log?limit=10")
+	// Sol's log over HTTP, with the fleet's token like every read.
+	req, _ := http.NewRequest(http.MethodGet, sol.url+"/a2a/log?limit=10", nil)
+	req.Header.Set("Authorization", "Bearer fleet-token")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,18 +153,26 @@ func TestRawJSONRPC(t *testing.T) {
 		t.Errorf("answer = %v", task.Artifacts[0].Parts[0])
 	}
 
-	// The card and the log stay open; /invoke is POST only.
-	for _, path := range []string{"/.well-known/agent-card.json", "/a2a/log"} {
-		resp, err := http.Get(sol.url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("GET %s = %d", path, resp.StatusCode)
+	// The card stays open; the log needs the token; /invoke is POST only.
+	for path, want := range map[string][2]int{"/.well-known/agent-card.json": {200, 200}, "/a2a/log": {401, 200}} {
+		for i, tok := range []string{"", token} {
+			req, _ := http.NewRequest(http.MethodGet, sol.url+path, nil)
+			if tok != "" {
+				req.Header.Set("Authorization", "Bearer "+tok)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want[i] {
+				t.Errorf("GET %s (token %q) = %d, want %d", path, tok, resp.StatusCode, want[i])
+			}
 		}
 	}
-	resp, err := http.Get(sol.url + "/invoke")
+	req, _ := http.NewRequest(http.MethodGet, sol.url+"/invoke", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

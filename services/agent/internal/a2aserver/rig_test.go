@@ -15,6 +15,7 @@ import (
 	"github.com/kubecrew/kubecrew/agents"
 	"github.com/kubecrew/kubecrew/pkg/a2a"
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
@@ -107,7 +108,8 @@ func startFleet(t testing.TB, o fleetOpts, playbooks map[string]engine.Playbook)
 		}
 		n.svc.Attach(n.eng)
 		r := chi.NewRouter()
-		n.svc.Mount(r, server.BearerAuth(o.token))
+		r.Use(server.Guard(httpauth.Tokens{Full: o.token}))
+		n.svc.Mount(r)
 		handlers[info.Slug].mu.Lock()
 		handlers[info.Slug].h = r
 		handlers[info.Slug].mu.Unlock()

@@ -150,13 +150,10 @@ func (s *Service) engine() Engine {
 	return s.eng
 }
 
-// Mount adds POST /invoke (behind auth), the agent card (open) and
-// GET /a2a/log to r.
-func (s *Service) Mount(r chi.Router, auth func(http.Handler) http.Handler) {
-	if auth == nil {
-		auth = func(h http.Handler) http.Handler { return h }
-	}
-	r.With(auth).Post(a2a.InvokePath, s.InvokeHandler().ServeHTTP)
+// Mount adds POST /invoke, the agent card and GET /a2a/log to r; the
+// router's auth guard (server.Guard) protects all but the card.
+func (s *Service) Mount(r chi.Router) {
+	r.Post(a2a.InvokePath, s.InvokeHandler().ServeHTTP)
 	r.Get(a2a.CardPath, s.serveCard)
 	// The path of A2A before 0.3, still asked for by some clients.
 	r.Get("/.well-known/agent.json", s.serveCard)

@@ -42,6 +42,6 @@ func (a *App) setupA2A(ctx context.Context) error {
 		return errors.New("the A2A service was not built (a2aTools must run before setupA2A)")
 	}
 	svc.Attach(a.Engine)
-	svc.Mount(a.Server.Router(), a.Server.RequireAuth)
+	svc.Mount(a.Server.Router())
 	return nil
 }

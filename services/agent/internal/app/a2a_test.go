@@ -61,9 +61,9 @@ func a2aDo(t *testing.T, method, url, token, body string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-func a2aLog(t *testing.T, base string) []a2a.AuditItem {
+func a2aLog(t *testing.T, base, token string) []a2a.AuditItem {
 	t.Helper()
-	code, body := a2aDo(t, http.MethodGet, base+"/a2a/log?limit=50", "", "")
+	code, body := a2aDo(t, http.MethodGet, base+"/a2a/log?limit=50", token, "")
 	if code != http.StatusOK {
 		t.Fatalf("GET /a2a/log = %d %s", code, body)
 	}
@@ -122,7 +122,7 @@ func TestNoorDelegatesToSolOverA2A(t *testing.T) {
 	}, app.Options{ExtraTools: []tools.Tool{sweep}})
 
 	// Every agent offers the three A2A tools.
-	_, info := a2aDo(t, http.MethodGet, noorURL+"/info", "", "")
+	_, info := a2aDo(t, http.MethodGet, noorURL+"/info", token, "")
 	for _, name := range []string{"ask_agent", "notify_agent", "delegate_task"} {
 		if !strings.Contains(string(info), `"name":"`+name+`"`) {
 			t.Errorf("/info lacks %s", name)
@@ -166,7 +166,7 @@ func TestNoorDelegatesToSolOverA2A(t *testing.T) {
 	// Noor's log: both messages, full text, Sol's run ids, the outcome.
 	fullText := decision + "\n\nEvidence:\n" + evidence
 	want := map[string]string{fullText: solRun, sweepText: res2.Delegation.RunID}
-	sent := a2aLog(t, noorURL)
+	sent := a2aLog(t, noorURL, token)
 	if len(sent) != 2 {
 		t.Fatalf("noor's log = %+v", sent)
 	}
@@ -178,7 +178,7 @@ func TestNoorDelegatesToSolOverA2A(t *testing.T) {
 		}
 	}
 	// Sol's log answers "who told you, and what exactly did they say?"
-	recv := a2aLog(t, solURL)
+	recv := a2aLog(t, solURL, token)
 	if len(recv) != 2 {
 		t.Fatalf("sol's log = %+v", recv)
 	}
@@ -199,7 +199,7 @@ func TestNoorDelegatesToSolOverA2A(t *testing.T) {
 	}
 
 	// Sol's run knows it was delegated, by whom, with which finding.
-	_, runBody := a2aDo(t, http.MethodGet, solURL+"/runs/"+solRun, "", "")
+	_, runBody := a2aDo(t, http.MethodGet, solURL+"/runs/"+solRun, token, "")
 	for _, w := range []string{`"workflow_type":"a2a-delegate"`, `"caller":"platform-sre"`, `"social_depth":1`, `\"name\":\"oomkill\"`, `"type":"a2a_received"`} {
 		if !strings.Contains(string(runBody), w) {
 			t.Errorf("sol's run lacks %s: %s", w, runBody)

@@ -20,6 +20,7 @@ import (
 	"github.com/kubecrew/kubecrew/agents"
 	"github.com/kubecrew/kubecrew/pkg/buildinfo"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
+	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/llm"
 	"github.com/kubecrew/kubecrew/pkg/persona"
@@ -208,7 +209,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	a.Server = server.New(server.Deps{
 		Engine: eng, Store: st, Info: func() any { return a.info(set, modelName) }, Checks: checks,
-		AuthToken: cfg.String("AUTH_TOKEN"), Gatherer: a.Reg, Log: log.Named("http"),
+		Auth: httpauth.Tokens{Full: cfg.String("AUTH_TOKEN"), Read: cfg.String("AUTH_READ_TOKEN")}, Gatherer: a.Reg, Log: log.Named("http"),
 	})
 	if err := a.setupA2A(ctx); err != nil {
 		return nil, err

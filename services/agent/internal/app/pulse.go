@@ -90,7 +90,7 @@ func (a *App) setupPulse(ctx context.Context) error {
 			}
 		})
 	}
-	pulseserver.New(sched, log.Named("http")).Mount(a.Server.Router(), a.Server.RequireAuth)
+	pulseserver.New(sched, log.Named("http")).Mount(a.Server.Router())
 	if enabled {
 		go sched.Loop(a.bg)
 	} else {

@@ -16,7 +16,7 @@ import (
 // AUTH_TOKEN for POST, and runs a task on demand with the timer off.
 func TestPulseEndpointsOnTheWholeAgent(t *testing.T) {
 	a := start(t, map[string]string{"AGENT_PERSONA": "sol", "AUTH_TOKEN": "tok", "PULSE_INTERVAL": "30m", "RUN_TIMEOUT": "600s"})
-	code, b := do(t, http.MethodGet, a.url+"/pulse", "")
+	code, b := do(t, http.MethodGet, a.url+"/pulse", "", "Authorization", "Bearer tok")
 	if code != http.StatusOK {
 		t.Fatalf("GET /pulse = %d %s", code, b)
 	}

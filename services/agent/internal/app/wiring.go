@@ -31,7 +31,8 @@ type (
 // what to set, and /ready reports it, but the agent starts.
 func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 	cfg := a.Config
-	kc, err := kube.Connect(cfg.String("KUBECONFIG"), cfg.String("KUBE_CONTEXT"), a.Log.Named("kube"))
+	kc, err := kube.Connect(cfg.String("KUBECONFIG"), cfg.String("KUBE_CONTEXT"), a.Log.Named("kube"),
+		kube.WithConfigMapValueKeys(cfg.List("CONFIGMAP_VALUE_KEYS")))
 	if err != nil {
 		a.Log.Warn("cluster unavailable: cluster tools will answer cluster_unavailable", zap.Error(err))
 	}

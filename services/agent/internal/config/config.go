@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 )
 
 // Sources of a setting.
@@ -81,7 +82,9 @@ var specs = []spec{
 	{"DATABASE_URL", "", kSecret, "Postgres URL; empty = in-memory store"},
 	{"KUBECONFIG", "", kString, "kubeconfig path; empty = in-cluster"},
 	{"KUBE_CONTEXT", "", kString, "kubeconfig context"},
-	{"AUTH_TOKEN", "", kSecret, "bearer token for POST /run, /invoke, POST /pulse"},
+	{"CONFIGMAP_VALUE_KEYS", "", kList, "ConfigMap keys whose values k8s_get_yaml shows (default: keys only)"},
+	{"AUTH_TOKEN", "", kSecret, "bearer token every route but /health, /ready, /metrics and the agent card needs"},
+	{"AUTH_READ_TOKEN", "", kSecret, "optional read-only bearer token: opens GET routes only (dashboards)"},
 	{"PERSONA_DIR", "", kString, "directory overriding the embedded persona files (re-read each run)"},
 	{"TOOL_OUTPUT_MAX_CHARS", "8000", kInt, "tool output budget (head 2/3, tail 1/3)"},
 	{"MEMORY_MAX_CHARS", "4000", kInt, "MEMORY budget in the prompt"},
@@ -234,7 +237,7 @@ func (c *Config) validate() error {
 		case kURL:
 			u, err := url.Parse(v)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return c.fail(s.name, fmt.Sprintf("%q is not an http(s) URL", v))
+				return c.fail(s.name, fmt.Sprintf("%q is not an http(s) URL", redact.URL(v)))
 			}
 		}
 	}
@@ -320,15 +323,20 @@ func (c *Config) Settings() map[string]Setting {
 	out := make(map[string]Setting, len(c.settings))
 	for name, s := range c.settings {
 		sp, _ := lookupSpec(name)
-		if sp.kind == kSecret && s.Value != "" {
-			s.Value = redact(name, s.Value)
+		switch {
+		case sp.kind == kSecret && s.Value != "":
+			s.Value = redactSecret(name, s.Value)
+		default:
+			// LLM_BASE_URL, GITHUB_API_URL, AGENT_PEERS…: userinfo and
+			// secret query parameters go (README.md, "Redaction").
+			s.Value, _ = redact.String(s.Value)
 		}
 		out[name] = s
 	}
 	return out
 }
 
-func redact(name, v string) string {
+func redactSecret(name, v string) string {
 	if name == "DATABASE_URL" || strings.HasSuffix(name, "_WEBHOOK_URL") {
 		if u, err := url.Parse(v); err == nil && u.Host != "" {
 			return u.Scheme + "://" + u.Host + "/…(redacted)"

@@ -34,11 +34,11 @@ func New(s *pulse.Scheduler, log *zap.Logger) *Handler {
 	return &Handler{s: s, log: log}
 }
 
-// Mount adds GET /pulse (open, like /info) and POST /pulse (behind auth,
-// the bearer AUTH_TOKEN middleware) to r.
-func (h *Handler) Mount(r chi.Router, auth func(http.Handler) http.Handler) {
+// Mount adds GET /pulse and POST /pulse to r; the router's auth guard
+// (server.Guard) protects both.
+func (h *Handler) Mount(r chi.Router) {
 	r.Get("/pulse", h.get)
-	r.With(auth).Post("/pulse", h.post)
+	r.Post("/pulse", h.post)
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/agents"
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/llm"
 	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
 	"github.com/kubecrew/kubecrew/pkg/persona"
@@ -158,8 +159,8 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(server.Deps{Engine: r.eng, Store: r.st, AuthToken: token, Info: func() any { return nil }})
-	pulseserver.New(r.sched, nil).Mount(srv.Router(), srv.RequireAuth)
+	srv := server.New(server.Deps{Engine: r.eng, Store: r.st, Auth: httpauth.Tokens{Full: token}, Info: func() any { return nil }})
+	pulseserver.New(r.sched, nil).Mount(srv.Router())
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	r.url = hs.URL
@@ -312,7 +313,7 @@ func TestPostPulseNextDueThenNothingDue(t *testing.T) {
 	}
 
 	// GET /pulse shows every task with its state and the settings.
-	code, b := do(t, http.MethodGet, r.url+"/pulse", false)
+	code, b := do(t, http.MethodGet, r.url+"/pulse", true)
 	if code != http.StatusOK {
 		t.Fatalf("GET /pulse = %d %s", code, b)
 	}
@@ -394,7 +395,7 @@ func TestConcurrentPostIs409(t *testing.T) {
 		t.Errorf("concurrent POST ?task=2 = %d, want 409", code)
 	}
 	// GET /pulse shows what is running.
-	_, b := do(t, http.MethodGet, r.url+"/pulse", false)
+	_, b := do(t, http.MethodGet, r.url+"/pulse", true)
 	if !strings.Contains(string(b), `"running":{"task":{"index":0`) {
 		t.Errorf("GET /pulse while running: %s", b)
 	}
@@ -411,8 +412,11 @@ func TestPostPulseAuthAndBadInput(t *testing.T) {
 	if code, b := do(t, http.MethodPost, r.url+"/pulse", false); code != http.StatusUnauthorized || !strings.Contains(string(b), "bearer") {
 		t.Errorf("POST without a token = %d %s", code, b)
 	}
-	if code, _ := do(t, http.MethodGet, r.url+"/pulse", false); code != http.StatusOK {
-		t.Errorf("GET /pulse without a token = %d, want open", code)
+	if code, _ := do(t, http.MethodGet, r.url+"/pulse", false); code != http.StatusUnauthorized {
+		t.Errorf("GET /pulse without a token = %d, want 401", code)
+	}
+	if code, _ := do(t, http.MethodGet, r.url+"/pulse", true); code != http.StatusOK {
+		t.Errorf("GET /pulse with the token = %d, want 200", code)
 	}
 	cases := []struct {
 		q    string

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -39,6 +40,7 @@ func doJSON(ctx context.Context, method, url string, body []byte, v any) (int, e
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	setAuth(req)
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return 0, err
@@ -62,6 +64,7 @@ func statusOf(ctx context.Context, url string) int {
 	if err != nil {
 		return 0
 	}
+	setAuth(req)
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return 0
@@ -69,4 +72,12 @@ func statusOf(ctx context.Context, url string) int {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// setAuth sends the fleet's AUTH_TOKEN (passed on to every process it
+// starts) when one is set: every route but the probes needs it.
+func setAuth(req *http.Request) {
+	if tok := os.Getenv("AUTH_TOKEN"); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 }

@@ -5,7 +5,6 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
@@ -37,10 +37,11 @@ type Deps struct {
 	Store  store.AgentStore
 	Info   func() any // GET /info body
 	// Checks are /ready's dependencies (README "Readiness").
-	Checks    []readiness.Check
-	AuthToken string
-	Gatherer  prometheus.Gatherer
-	Log       *zap.Logger
+	Checks []readiness.Check
+	// Auth guards every route but the open ones (OpenPaths).
+	Auth     httpauth.Tokens
+	Gatherer prometheus.Gatherer
+	Log      *zap.Logger
 }
 
 // Server is the agent's HTTP handler.
@@ -59,7 +60,10 @@ func New(d Deps) *Server {
 		d.Gatherer = prometheus.DefaultGatherer
 	}
 	s := &Server{d: d, r: chi.NewRouter()}
-	s.r.Use(middleware.Recoverer, api.RejectControlChars)
+	s.r.Use(middleware.Recoverer)
+	// One guard in front of the whole router, so a route another package
+	// mounts later is protected without asking (README.md, "Authentication").
+	s.r.Use(Guard(d.Auth), api.RejectControlChars)
 	s.r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
@@ -70,7 +74,7 @@ func New(d Deps) *Server {
 	s.r.Get("/ready", s.ready)
 	s.r.Get("/info", s.info)
 	s.r.Handle("/metrics", promhttp.HandlerFor(d.Gatherer, promhttp.HandlerOpts{}))
-	s.r.With(s.RequireAuth, api.AllowQuery("async")).Post("/run", s.run)
+	s.r.With(api.AllowQuery("async")).Post("/run", s.run)
 	s.r.With(api.AllowQuery("limit", "cursor", "workflow_type", "status")).Get("/runs", s.listRuns)
 	s.r.Get("/runs/{id}", s.getRun)
 	s.r.Get("/runs/{id}/trace", s.getTrace)
@@ -87,27 +91,24 @@ func (s *Server) Router() chi.Router { return s.r }
 // Drain makes /ready answer 503 (shutdown in progress).
 func (s *Server) Drain() { s.draining.Store(true) }
 
-// RequireAuth protects a route with the bearer AUTH_TOKEN when one is set.
-func (s *Server) RequireAuth(next http.Handler) http.Handler {
-	return BearerAuth(s.d.AuthToken)(next)
+// OpenPaths answer without a token: probes, Prometheus, and the A2A agent
+// card, which a client reads to learn that /invoke wants a bearer token
+// (the card declares the scheme and holds no secret).
+var OpenPaths = map[string]bool{
+	"/health": true, "/ready": true, "/metrics": true,
+	"/.well-known/agent-card.json": true, "/.well-known/agent.json": true,
 }
 
-// BearerAuth returns middleware requiring "Authorization: Bearer token";
-// with an empty token it lets everything through.
-func BearerAuth(token string) func(http.Handler) http.Handler {
+// Guard is the agent's auth middleware: t on every path but OpenPaths.
+func Guard(t httpauth.Tokens) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if token == "" {
-			return next
-		}
-		want := []byte("Bearer " + token)
+		guarded := t.Middleware("kubecrew-agent")(next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			got := []byte(r.Header.Get("Authorization"))
-			if subtle.ConstantTimeCompare(got, want) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="kubecrew"`)
-				WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <AUTH_TOKEN>)")
+			if OpenPaths[r.URL.Path] {
+				next.ServeHTTP(w, r)
 				return
 			}
-			next.ServeHTTP(w, r)
+			guarded.ServeHTTP(w, r)
 		})
 	}
 }

@@ -103,6 +103,13 @@ func (a *Agent) SetA2A(entries []map[string]any, missing bool) {
 	a.a2a, a.noA2A = entries, missing
 }
 
+// SetSetting sets one setting of GET /info, as the agent would report it.
+func (a *Agent) SetSetting(name, value string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.info["settings"].(map[string]any)[name] = map[string]string{"value": value, "source": "env"}
+}
+
 // Runs returns every run request received so far.
 func (a *Agent) Runs() []Call {
 	a.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
 )
@@ -188,14 +189,16 @@ func (s *server) agents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) agent(ctx context.Context, a Registered) AgentView {
-	v := AgentView{Slug: a.Slug, Persona: a.Persona, URL: a.URL, ReceivesAlerts: a.ReceivesAlerts, Tools: []ToolView{}}
+	// Only redacted values leave the core: an agent's URL, its error and
+	// its settings may hold userinfo or a key (README.md, "Redaction").
+	v := AgentView{Slug: a.Slug, Persona: a.Persona, URL: redact.URL(a.URL), ReceivesAlerts: a.ReceivesAlerts, Tools: []ToolView{}}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.PeerTimeout, fmt.Errorf("no answer within %s", s.PeerTimeout))
 	defer cancel()
 	start := time.Now()
 	raw, err := s.Agents.Info(ctx, a.Slug)
 	v.LatencyMS = time.Since(start).Milliseconds()
 	if err != nil {
-		v.Status, v.Error = "down", err.Error()
+		v.Status, v.Error = "down", redactText(err.Error())
 		return v
 	}
 	var in info
@@ -209,7 +212,7 @@ func (s *server) agent(ctx context.Context, a Registered) AgentView {
 	}
 	v.Model, v.Store, v.Version = in.Model, in.Store, in.Version
 	if len(in.Settings) > 0 && string(in.Settings) != "null" {
-		v.Settings = in.Settings
+		v.Settings, _ = redact.JSON(in.Settings)
 	}
 	if in.Tools != nil {
 		v.Tools = in.Tools
@@ -277,4 +280,9 @@ func (s *server) run(w http.ResponseWriter, r *http.Request) {
 		res.Findings = []kapi.Finding{}
 	}
 	WriteJSON(w, code, res)
+}
+
+func redactText(s string) string {
+	out, _ := redact.String(s)
+	return out
 }

@@ -357,3 +357,23 @@ func TestIndexPointsToTheAPI(t *testing.T) {
 		t.Fatalf("GET / for a browser = %d %s\n%.300s", code, hdr.Get("Content-Type"), page)
 	}
 }
+
+// TestAgentsViewRedacts: /api/v1/agents passes on an agent's settings only
+// redacted, even when the agent itself (an older version, a foreign one)
+// reports a URL with userinfo or a key, and the peer URL too.
+func TestAgentsViewRedacts(t *testing.T) {
+	t.Parallel()
+	c := newCore(t, coreOpts{peers: map[string]string{"code-reviewer": "http://peer:Pl4ntedPeerPass@127.0.0.1:1"}})
+	c.Agent.SetSetting("LLM_BASE_URL", "https://u:Pl4ntedLlmPass@llm.example.com/v1?api-key=Pl4ntedKey")
+	c.Agent.SetSetting("GITHUB_TOKEN", "Pl4ntedGithubToken")
+	code, b := call(t, http.MethodGet, c.URL+"/api/v1/agents", nil)
+	if code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	if strings.Contains(string(b), "Pl4nted") {
+		t.Fatalf("/api/v1/agents leaks a planted secret:\n%s", b)
+	}
+	if !strings.Contains(string(b), "llm.example.com/v1") {
+		t.Errorf("the redacted URL should still name its host: %s", b)
+	}
+}

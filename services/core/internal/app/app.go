@@ -5,13 +5,11 @@ package app
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/buildinfo"
+	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
@@ -159,10 +158,11 @@ func (a *App) router() http.Handler {
 		api.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/ready", a.ready)
-	r.With(kapi.AllowQuery()).Get("/", api.Index(buildinfo.Version))
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.d.Gatherer, promhttp.HandlerOpts{}))
 	r.Group(func(r chi.Router) {
-		r.Use(a.auth)
+		// Every route but the probes and /metrics (README.md, "Authentication").
+		r.Use(httpauth.Tokens{Full: a.cfg.AuthToken, Read: a.cfg.AuthReadToken}.Middleware("kubecrew-core"))
+		r.With(kapi.AllowQuery()).Get("/", api.Index(buildinfo.Version))
 		r.Method(http.MethodPost, "/api/v1/alerts", webhook.Handler(a.pipe, a.d.Log, a.metrics))
 		fleet := make([]api.Registered, 0, len(config.Fleet))
 		alerted := map[string]bool{}
@@ -179,23 +179,6 @@ func (a *App) router() http.Handler {
 		})
 	})
 	return r
-}
-
-// auth requires Authorization: Bearer AUTH_TOKEN when a token is set.
-func (a *App) auth(next http.Handler) http.Handler {
-	if a.cfg.AuthToken == "" {
-		return next
-	}
-	want := []byte("Bearer " + a.cfg.AuthToken)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(strings.TrimSpace(r.Header.Get("Authorization")))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="kubecrew-core"`)
-			api.WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <AUTH_TOKEN>)")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 func (a *App) ready(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
@@ -194,6 +196,71 @@ func TestBadIDsAndBodiesOnTheWire(t *testing.T) {
 		code, b := call(t, http.MethodPost, c.URL+tc.path, []byte(tc.body))
 		if code != http.StatusRequestEntityTooLarge || !strings.Contains(decode[struct{ Error string }](t, b).Error, "larger than") {
 			t.Errorf("POST %s oversize = %d %s, want 413", tc.path, code, b)
+		}
+	}
+}
+
+// TestAuthEveryRoute walks every route the core serves (a route added
+// later is covered without editing this test) and calls each over HTTP
+// with no token, wrong ones, the read-only token and AUTH_TOKEN with a
+// lower-case scheme: only /health, /ready and /metrics answer without a
+// token, the read-only token opens GETs (HTML reports included) and
+// nothing else — the agent's guard is the same function (pkg/httpauth).
+func TestAuthEveryRoute(t *testing.T) {
+	t.Parallel()
+	c := newCore(t, coreOpts{env: map[string]string{"AUTH_TOKEN": "full-s3cret", "AUTH_READ_TOKEN": "read-s3cret"}})
+	type route struct{ method, path string }
+	var routes []route
+	err := chi.Walk(c.Handler().(chi.Routes), func(method, path string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		path = strings.ReplaceAll(strings.ReplaceAll(path, "{id}", "nope"), "{slug}", "platform-sre")
+		routes = append(routes, route{method, path})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range routes {
+		seen[r.method+" "+r.path] = true
+	}
+	for _, must := range []string{"GET /api/v1/agents", "GET /api/v1/alerts", "GET /api/v1/investigations", "GET /api/v1/investigations/nope",
+		"GET /api/v1/investigations/nope/report", "GET /api/v1/findings", "GET /api/v1/audit", "GET /api/v1/openapi.yaml",
+		"POST /api/v1/alerts", "POST /api/v1/agents/platform-sre/run"} {
+		if !seen[must] {
+			t.Errorf("route %s not served (the walk must cover it)", must)
+		}
+	}
+	open := map[string]bool{"/health": true, "/ready": true, "/metrics": true}
+	for _, r := range routes {
+		var body []byte
+		if r.method != http.MethodGet {
+			body = []byte("{") // malformed: past the guard it is a 400, never a run
+		}
+		for _, tc := range []struct {
+			name, header string
+			want         int // 0: anything but 401 and 403
+		}{
+			{"no token", "", http.StatusUnauthorized},
+			{"wrong token", "Bearer nope", http.StatusUnauthorized},
+			{"token without scheme", "full-s3cret", http.StatusUnauthorized},
+			{"read-only token", "Bearer read-s3cret", map[bool]int{true: 0, false: http.StatusForbidden}[r.method == http.MethodGet]},
+			{"full token, lower-case scheme", "bearer full-s3cret", 0},
+			{"full token, padded", "  Bearer   full-s3cret ", 0},
+		} {
+			want := tc.want
+			if open[r.path] {
+				want = 0
+			}
+			var hdr []string
+			if tc.header != "" {
+				hdr = []string{"Authorization", tc.header}
+			}
+			code, b := call(t, r.method, c.URL+r.path, body, hdr...)
+			refused := code == http.StatusUnauthorized || code == http.StatusForbidden
+			if (want == 0 && refused) || (want != 0 && code != want) {
+				t.Errorf("%s %s with %s = %d %s; want %s", r.method, r.path, tc.name, code, b,
+					map[bool]string{true: "past the guard", false: http.StatusText(want)}[want == 0])
+			}
 		}
 	}
 }

@@ -41,7 +41,9 @@ type Config struct {
 	CallTimeout time.Duration
 	Cooldown    time.Duration
 	AuthToken   string
-	LogLevel    zapcore.Level
+	// AuthReadToken, when set, opens the GET routes only (dashboards).
+	AuthReadToken string
+	LogLevel      zapcore.Level
 	// Replicas is how many core processes share DATABASE_URL
 	// (CORE_REPLICAS): with more than one, a core serving from memory
 	// would dedupe alone, so it is not ready.
@@ -64,6 +66,7 @@ func Load(getenv func(string) string) (Config, error) {
 		PeerURLTemplate: or(getenv("PEER_URL_TEMPLATE"), DefaultPeerURLTemplate),
 		Namespace:       or(getenv("AGENT_NAMESPACE"), DefaultNamespace),
 		AuthToken:       strings.TrimSpace(getenv("AUTH_TOKEN")),
+		AuthReadToken:   strings.TrimSpace(getenv("AUTH_READ_TOKEN")),
 	}
 	var err error
 	if c.CallTimeout, err = duration(getenv, "AGENT_CALL_TIMEOUT", DefaultCallTimeout); err != nil {
