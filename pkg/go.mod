@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/a2aproject/a2a-go v0.3.3
+	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-logr/zapr v1.3.0
 	github.com/google/go-github/v93 v93.0.0
 	github.com/google/uuid v1.6.0

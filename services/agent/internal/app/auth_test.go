@@ -5,72 +5,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-chi/chi/v5"
-
+	"github.com/kubecrew/kubecrew/pkg/httpauth/authtest"
 	"github.com/kubecrew/kubecrew/services/agent/internal/server"
 )
 
 // TestAuthEveryRoute walks every route the whole agent serves (so a route
 // added later is covered without editing this test) and calls each over
-// HTTP with no token, a wrong one, a non-bearer scheme, the read-only token
-// and AUTH_TOKEN (with a lower-case scheme): only /health, /ready, /metrics
-// and the agent card answer without one; the read-only token opens GETs
-// and nothing else (README.md, "Authentication").
+// HTTP with no token, wrong ones, the read-only token and AUTH_TOKEN (with
+// a lower-case scheme): only /health, /ready, /metrics and the agent card
+// answer without one; the read-only token opens GETs and nothing else
+// (README.md, "Authentication").
 func TestAuthEveryRoute(t *testing.T) {
 	a := start(t, map[string]string{"AGENT_PERSONA": "sol", "AGENT_TOOLS": "load_skill",
 		"AUTH_TOKEN": "full-s3cret", "AUTH_READ_TOKEN": "read-s3cret"})
-	type route struct{ method, path string }
-	var routes []route
-	err := chi.Walk(a.app.Server.Router(), func(method, path string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		routes = append(routes, route{method, strings.ReplaceAll(path, "{id}", "nope")})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, r := range routes {
-		seen[r.method+" "+r.path] = true
-	}
+	seen := authtest.CheckEveryRoute(t, authtest.Options{URL: a.url, Routes: a.app.Server.Router(),
+		Params: [][2]string{{"{id}", "nope"}}, Open: server.OpenPaths, Full: "full-s3cret", Read: "read-s3cret"})
 	for _, must := range []string{"GET /runs", "GET /runs/nope", "GET /runs/nope/trace", "GET /runs/nope/report",
 		"GET /a2a/log", "GET /pulse", "GET /info", "POST /run", "POST /invoke", "POST /pulse", "GET /.well-known/agent-card.json"} {
 		if !seen[must] {
 			t.Errorf("route %s not served (the walk must cover it)", must)
-		}
-	}
-	denied := func(code int) bool { return code == http.StatusUnauthorized || code == http.StatusForbidden }
-	for _, r := range routes {
-		open := server.OpenPaths[r.path]
-		// A body the handlers reject as malformed: what matters here is
-		// whether the request got past the guard, not what it then did.
-		body := ""
-		if r.method != http.MethodGet {
-			body = "{"
-		}
-		for _, tc := range []struct {
-			name, header string
-			pass         bool
-		}{
-			{"no token", "", open},
-			{"wrong token", "Bearer nope", open},
-			{"token without scheme", "full-s3cret", open},
-			{"basic scheme", "Basic full-s3cret", open},
-			{"read-only token", "Bearer read-s3cret", open || r.method == http.MethodGet},
-			{"full token, lower-case scheme", "bearer full-s3cret", true},
-			{"full token", "Bearer full-s3cret", true},
-		} {
-			var hdr []string
-			if tc.header != "" {
-				hdr = []string{"Authorization", tc.header}
-			}
-			code, b := do(t, r.method, a.url+r.path, body, hdr...)
-			if denied(code) == tc.pass {
-				t.Errorf("%s %s with %s = %d %s; want it to %s", r.method, r.path, tc.name, code, b,
-					map[bool]string{true: "pass the guard", false: "be refused"}[tc.pass])
-			}
-			if !tc.pass && tc.name == "read-only token" && code != http.StatusForbidden {
-				t.Errorf("%s %s with the read-only token = %d, want 403", r.method, r.path, code)
-			}
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/kubecrew/kubecrew/pkg/httpauth/authtest"
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
@@ -209,58 +210,14 @@ func TestBadIDsAndBodiesOnTheWire(t *testing.T) {
 func TestAuthEveryRoute(t *testing.T) {
 	t.Parallel()
 	c := newCore(t, coreOpts{env: map[string]string{"AUTH_TOKEN": "full-s3cret", "AUTH_READ_TOKEN": "read-s3cret"}})
-	type route struct{ method, path string }
-	var routes []route
-	err := chi.Walk(c.Handler().(chi.Routes), func(method, path string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		path = strings.ReplaceAll(strings.ReplaceAll(path, "{id}", "nope"), "{slug}", "platform-sre")
-		routes = append(routes, route{method, path})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, r := range routes {
-		seen[r.method+" "+r.path] = true
-	}
+	seen := authtest.CheckEveryRoute(t, authtest.Options{URL: c.URL, Routes: c.Handler().(chi.Routes),
+		Params: [][2]string{{"{id}", "nope"}, {"{slug}", "platform-sre"}},
+		Open:   map[string]bool{"/health": true, "/ready": true, "/metrics": true}, Full: "full-s3cret", Read: "read-s3cret"})
 	for _, must := range []string{"GET /api/v1/agents", "GET /api/v1/alerts", "GET /api/v1/investigations", "GET /api/v1/investigations/nope",
 		"GET /api/v1/investigations/nope/report", "GET /api/v1/findings", "GET /api/v1/audit", "GET /api/v1/openapi.yaml",
 		"POST /api/v1/alerts", "POST /api/v1/agents/platform-sre/run"} {
 		if !seen[must] {
 			t.Errorf("route %s not served (the walk must cover it)", must)
-		}
-	}
-	open := map[string]bool{"/health": true, "/ready": true, "/metrics": true}
-	for _, r := range routes {
-		var body []byte
-		if r.method != http.MethodGet {
-			body = []byte("{") // malformed: past the guard it is a 400, never a run
-		}
-		for _, tc := range []struct {
-			name, header string
-			want         int // 0: anything but 401 and 403
-		}{
-			{"no token", "", http.StatusUnauthorized},
-			{"wrong token", "Bearer nope", http.StatusUnauthorized},
-			{"token without scheme", "full-s3cret", http.StatusUnauthorized},
-			{"read-only token", "Bearer read-s3cret", map[bool]int{true: 0, false: http.StatusForbidden}[r.method == http.MethodGet]},
-			{"full token, lower-case scheme", "bearer full-s3cret", 0},
-			{"full token, padded", "  Bearer   full-s3cret ", 0},
-		} {
-			want := tc.want
-			if open[r.path] {
-				want = 0
-			}
-			var hdr []string
-			if tc.header != "" {
-				hdr = []string{"Authorization", tc.header}
-			}
-			code, b := call(t, r.method, c.URL+r.path, body, hdr...)
-			refused := code == http.StatusUnauthorized || code == http.StatusForbidden
-			if (want == 0 && refused) || (want != 0 && code != want) {
-				t.Errorf("%s %s with %s = %d %s; want %s", r.method, r.path, tc.name, code, b,
-					map[bool]string{true: "past the guard", false: http.StatusText(want)}[want == 0])
-			}
 		}
 	}
 }
