@@ -83,6 +83,8 @@ type Alerts interface {
 // CoreStore is everything the core process needs.
 type CoreStore interface {
 	Alerts
+	// Pruner applies RETENTION to the core's records (CoreData).
+	Pruner
 	Kind() string
 	Ping(ctx context.Context) error
 }

@@ -59,6 +59,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		{"apply alert concurrently", contractApplyAlertConcurrent},
 		{"dirty text", contractDirtyText},
 		{"bad keys and rejected alerts", contractBadKeys},
+		{"retention", contractPrune},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -763,4 +764,107 @@ func contractBadKeys(t *testing.T, s fullStore, c *clock) {
 		return AlertDecision{Decision: DecisionRejected, Reason: "x"}, AlertState{}
 	}, nil)
 	mustIs(t, err, ErrInvalid)
+}
+
+// contractPrune: Prune deletes, per scope, the records older than the
+// cutoff, oldest first and at most limit of each kind per call; a run goes
+// with its events; an alert state in flight stays however old.
+func contractPrune(t *testing.T, s fullStore, c *clock) {
+	ctx := context.Background()
+	// Three old generations, one hour apart, then the cutoff, then new.
+	for i := range 3 {
+		id := fmt.Sprintf("old-%d", i)
+		mustNil(t, s.CreateRun(ctx, Run{ID: id, Agent: "noor", StartedAt: c.Now()}))
+		mustNil(t, s.AppendEvents(ctx, Event{RunID: id, Seq: 0, Type: "run_start"}, Event{RunID: id, Seq: 1, Type: "run_finish"}))
+		mustNil(t, s.RecordFindings(ctx, id, "noor", c.Now(), []api.Finding{{Key: id, Severity: "high"}}))
+		mustNil(t, s.RecordA2A(ctx, A2AEntry{Agent: "noor", Verb: "ask", Text: id, At: c.Now()}))
+		fp := fmt.Sprintf("fp-old-%d", i)
+		_, err := s.ApplyAlert(ctx, fp, fmt.Sprintf("agent-%d", i), decider(c.Now, nil), nil)
+		mustNil(t, err)
+		c.Advance(time.Hour)
+	}
+	// The first old alert's investigation is finished; the others stay in
+	// flight: their alert states are kept however old.
+	invs, _, err := s.ListInvestigations(ctx, Page{})
+	mustNil(t, err)
+	if len(invs) != 3 {
+		t.Fatalf("investigations: %d", len(invs))
+	}
+	for _, inv := range invs {
+		if inv.Fingerprint == "fp-old-0" {
+			mustNil(t, s.FinishInvestigation(ctx, Investigation{ID: inv.ID, Status: "completed"}))
+		}
+	}
+	cutoff := c.Now()
+	c.Advance(time.Hour)
+	mustNil(t, s.CreateRun(ctx, Run{ID: "new", Agent: "noor", StartedAt: c.Now()}))
+	mustNil(t, s.AppendEvents(ctx, Event{RunID: "new", Seq: 0, Type: "run_start"}))
+	mustNil(t, s.RecordFindings(ctx, "new", "noor", c.Now(), []api.Finding{{Key: "new", Severity: "high"}}))
+	mustNil(t, s.RecordA2A(ctx, A2AEntry{Agent: "noor", Verb: "ask", Text: "new", At: c.Now()}))
+	_, err = s.ApplyAlert(ctx, "fp-new", "agent-new", decider(c.Now, nil), nil)
+	mustNil(t, err)
+
+	_, err = s.Prune(ctx, Scope(9), cutoff, 1)
+	mustIs(t, err, ErrInvalid)
+	_, err = s.Prune(ctx, AgentData, cutoff, 0)
+	mustIs(t, err, ErrInvalid)
+
+	// One of each, oldest first.
+	n, err := s.Prune(ctx, AgentData, cutoff, 1)
+	mustNil(t, err)
+	if n != (Pruned{Runs: 1, Events: 2, Findings: 1, A2A: 1}) {
+		t.Fatalf("agent prune, limit 1: %+v", n)
+	}
+	if _, err := s.GetRun(ctx, "old-0"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("oldest run not pruned first: %v", err)
+	}
+	if evs, err := s.Events(ctx, "old-0"); err != nil || len(evs) != 0 {
+		t.Fatalf("events of a pruned run: %v %v", evs, err)
+	}
+	n, err = PruneOlder(ctx, s, AgentData, cutoff, 0)
+	mustNil(t, err)
+	if n != (Pruned{Runs: 2, Events: 4, Findings: 2, A2A: 2}) {
+		t.Fatalf("agent prune, the rest: %+v", n)
+	}
+	runs, _, err := s.ListRuns(ctx, RunFilter{}, Page{})
+	mustNil(t, err)
+	fs, _, err := s.ListFindings(ctx, "", Page{})
+	mustNil(t, err)
+	a2a, _, err := s.ListA2A(ctx, "", Page{})
+	mustNil(t, err)
+	evs, err := s.Events(ctx, "new")
+	mustNil(t, err)
+	if len(runs) != 1 || runs[0].ID != "new" || len(fs) != 1 || len(a2a) != 1 || a2a[0].Text != "new" || len(evs) != 1 {
+		t.Fatalf("after agent prune: runs %v findings %d a2a %d events %d", runs, len(fs), len(a2a), len(evs))
+	}
+	// The core's records were not touched by the agent's prune.
+	ds, _, err := s.ListDecisions(ctx, Page{})
+	mustNil(t, err)
+	if len(ds) != 4 {
+		t.Fatalf("decisions after agent prune: %d", len(ds))
+	}
+
+	n, err = PruneOlder(ctx, s, CoreData, cutoff, 0)
+	mustNil(t, err)
+	if n != (Pruned{Decisions: 3, Investigations: 1, AlertState: 1}) {
+		t.Fatalf("core prune: %+v", n)
+	}
+	_, err = s.GetAlertState(ctx, "fp-old-0")
+	mustIs(t, err, ErrNotFound)
+	for _, fp := range []string{"fp-old-1", "fp-old-2", "fp-new"} {
+		if _, err := s.GetAlertState(ctx, fp); err != nil {
+			t.Errorf("alert state %s: %v (in flight or new: kept)", fp, err)
+		}
+	}
+	ds, _, err = s.ListDecisions(ctx, Page{})
+	mustNil(t, err)
+	invs, _, err = s.ListInvestigations(ctx, Page{})
+	mustNil(t, err)
+	if len(ds) != 1 || ds[0].Fingerprint != "fp-new" || len(invs) != 3 || invs[2].Fingerprint != "fp-old-1" {
+		t.Fatalf("after core prune: decisions %+v investigations %+v", ds, invs)
+	}
+	// Nothing older is left: another pass deletes nothing.
+	if n, err := PruneOlder(ctx, s, CoreData, cutoff, 0); err != nil || n.Total() != 0 {
+		t.Fatalf("second pass: %+v %v", n, err)
+	}
 }

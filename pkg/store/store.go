@@ -191,6 +191,8 @@ type AgentStore interface {
 	Memories
 	Audit
 	Deliveries
+	// Pruner applies RETENTION to the agent's records (AgentData).
+	Pruner
 	// Kind is "memory" or "postgres" (what /info and /ready report).
 	Kind() string
 	Ping(ctx context.Context) error

@@ -509,6 +509,11 @@ func (s *Switch) StampDelivery(ctx context.Context, d DeliveryStamp) error {
 	return run0(s, ctx, "stamp delivery", func(ctx context.Context, st fullStore) error { return st.StampDelivery(ctx, d) }, nil)
 }
 
+// Prune implements Pruner on whichever store serves.
+func (s *Switch) Prune(ctx context.Context, scope Scope, before time.Time, limit int) (Pruned, error) {
+	return run(s, ctx, "prune", func(ctx context.Context, st fullStore) (Pruned, error) { return st.Prune(ctx, scope, before, limit) }, nil)
+}
+
 // ---- CoreStore ----
 
 // ApplyAlert implements Alerts. On memory, claims are process-local: two

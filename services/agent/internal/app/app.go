@@ -115,6 +115,17 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		st = sw
 	}
 	a.Store = st
+	// Retention: the agent owns its runs, traces, findings and A2A log
+	// (README, "Retention"); the loop ends with bg, before the store closes.
+	retained, now := make(chan struct{}), o.Now
+	if now == nil {
+		now = time.Now
+	}
+	go func() {
+		defer close(retained)
+		store.Retain(a.bg, st, store.AgentData, cfg.Retention(), time.Minute, now, log.Named("retention"))
+	}()
+	a.closers = append(a.closers, func() { <-retained })
 
 	reg := tools.NewRegistry(builtin.Tools()...)
 	a.Registry = reg

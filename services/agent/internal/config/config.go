@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/redact"
+	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
 // Sources of a setting.
@@ -80,6 +81,7 @@ var specs = []spec{
 	{"MAX_SOCIAL_DEPTH", "5", kInt, "A2A depth ceiling"},
 	{"A2A_CALL_TIMEOUT", "540s", kDuration, "blocking ask/delegate timeout"},
 	{"DATABASE_URL", "", kSecret, "Postgres URL; empty = in-memory store"},
+	{"RETENTION", "30d", kString, "runs with their traces, findings and the A2A log older than this are deleted (e.g. 30d, 720h; 0 keeps them)"},
 	{"KUBECONFIG", "", kString, "kubeconfig path; empty = in-cluster"},
 	{"KUBE_CONTEXT", "", kString, "kubeconfig context"},
 	{"CONFIGMAP_VALUE_KEYS", "", kList, "ConfigMap keys whose values k8s_get_yaml shows (default: keys only)"},
@@ -247,6 +249,9 @@ func (c *Config) validate() error {
 	if _, err := c.Peers(); err != nil {
 		return err
 	}
+	if _, err := store.ParseRetention(c.String("RETENTION")); err != nil {
+		return c.fail("RETENTION", err.Error())
+	}
 	if f := c.String("GITOPS_FORGE"); f != "" && f != "github" && f != "local" {
 		return c.fail("GITOPS_FORGE", fmt.Sprintf("%q is not github or local", f))
 	}
@@ -272,6 +277,12 @@ func (c *Config) Float(name string) float64 {
 
 // Bool returns a boolean setting.
 func (c *Config) Bool(name string) bool { b, _ := strconv.ParseBool(c.settings[name].Value); return b }
+
+// Retention is RETENTION (validated at load; 0 keeps records forever).
+func (c *Config) Retention() time.Duration {
+	d, _ := store.ParseRetention(c.String("RETENTION"))
+	return d
+}
 
 // Duration returns a duration setting; zero when empty.
 func (c *Config) Duration(name string) time.Duration {

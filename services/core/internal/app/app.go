@@ -130,9 +130,9 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 		StaleAfter: a.staleAfter(),
 	})
 	a.handler = a.router()
-	// First upkeep before serving: reclaim what a previous process left
-	// running and dispatch what it left queued.
-	a.Upkeep(bg)
+	// Before serving: reclaim what a previous process left running and
+	// dispatch what it left queued (retention waits for the first tick).
+	a.reclaim(bg)
 	a.bg.Add(1)
 	go func() {
 		defer a.bg.Done()

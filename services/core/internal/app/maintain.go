@@ -28,14 +28,29 @@ func (a *App) maintain(ctx context.Context) {
 	}
 }
 
-// Upkeep reclaims lost investigations and offers free slots to queued
-// alerts. New runs it once, then it runs every MaintainEvery; tests call
-// it directly.
+// Upkeep reclaims lost investigations, offers free slots to queued alerts
+// and applies RETENTION. It runs every MaintainEvery; tests call it
+// directly.
 func (a *App) Upkeep(ctx context.Context) {
+	a.reclaim(ctx)
+	a.prune(ctx)
+}
+
+// reclaim is the part of upkeep New runs before serving.
+func (a *App) reclaim(ctx context.Context) {
 	if n := a.reap(ctx); n > 0 {
 		a.d.Log.Warn("reclaimed lost investigations", zap.Int("count", n))
 	}
 	a.pipe.DrainAll(ctx)
+}
+
+// prune deletes decisions, finished investigations and idle alert states
+// older than RETENTION, in small batches (README, "Retention").
+func (a *App) prune(ctx context.Context) {
+	if _, err := store.PruneTick(ctx, a.d.Store, store.CoreData, a.cfg.Retention, a.d.Now(), a.d.Log); err != nil {
+		a.metrics.StoreErrors.WithLabelValues("prune").Inc()
+		a.d.Log.Warn("upkeep: retention", zap.Error(err))
+	}
 }
 
 // reap marks running investigations older than staleAfter as failed: their

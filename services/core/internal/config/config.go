@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kubecrew/kubecrew/pkg/readiness"
+	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
 // Defaults.
@@ -40,7 +41,10 @@ type Config struct {
 	Peers       map[string]string
 	CallTimeout time.Duration
 	Cooldown    time.Duration
-	AuthToken   string
+	// Retention is how long decisions, investigations and idle alert
+	// states are kept (RETENTION; 0 keeps them forever).
+	Retention time.Duration
+	AuthToken string
 	// AuthReadToken, when set, opens the GET routes only (dashboards).
 	AuthReadToken string
 	LogLevel      zapcore.Level
@@ -73,6 +77,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if c.Cooldown, err = duration(getenv, "ALERT_COOLDOWN", DefaultCooldown); err != nil {
+		return Config{}, err
+	}
+	if c.Retention, err = store.ParseRetention(getenv("RETENTION")); err != nil {
 		return Config{}, err
 	}
 	if c.CallTimeout >= c.Cooldown {

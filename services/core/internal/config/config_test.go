@@ -14,7 +14,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ListenAddr != ":8080" || c.CallTimeout != 600*time.Second || c.Cooldown != 30*time.Minute || c.AuthToken != "" || c.DatabaseURL != "" {
+	if c.ListenAddr != ":8080" || c.CallTimeout != 600*time.Second || c.Cooldown != 30*time.Minute || c.Retention != 30*24*time.Hour || c.AuthToken != "" || c.DatabaseURL != "" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if got := c.Peers["platform-sre"]; got != "http://agent-platform-sre.kubecrew.svc:8000" {
@@ -64,6 +64,9 @@ func TestLoadRefuses(t *testing.T) {
 		{map[string]string{"AGENT_PEERS": "noor=http://a,platform-sre=http://b"}, `AGENT_PEERS: agent "platform-sre" listed twice`},
 		{map[string]string{"PEER_URL_TEMPLATE": "http://agent:8000"}, "PEER_URL_TEMPLATE \"http://agent:8000\": must contain {slug}"},
 		{map[string]string{"PEER_URL_TEMPLATE": "{slug}"}, "PEER_URL_TEMPLATE \"{slug}\": bad url"},
+		{map[string]string{"RETENTION": "a month"}, `RETENTION: malformed "a month" (want e.g. 30d, 720h, or 0 to keep forever)`},
+		{map[string]string{"RETENTION": "-3d"}, `RETENTION: malformed "-3d"`},
+		{map[string]string{"RETENTION": "1h"}, "RETENTION (1h) must be at least 48h0m0s, or 0 to keep forever"},
 	}
 	for _, tt := range tests {
 		_, err := Load(env(tt.env))
@@ -83,6 +86,16 @@ func TestResolveAgent(t *testing.T) {
 	for _, in := range []string{"", "bob", "agent-", "platform"} {
 		if got, ok := ResolveAgent(in); ok {
 			t.Errorf("ResolveAgent(%q) = %q, want unknown", in, got)
+		}
+	}
+}
+
+func TestLoadRetention(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]time.Duration{"": 30 * 24 * time.Hour, "7d": 7 * 24 * time.Hour, "2160h": 90 * 24 * time.Hour, "0": 0, "off": 0} {
+		c, err := Load(env(map[string]string{"RETENTION": v}))
+		if err != nil || c.Retention != want {
+			t.Errorf("RETENTION=%q: %v, %v; want %v", v, c.Retention, err, want)
 		}
 	}
 }
