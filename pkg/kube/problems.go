@@ -177,6 +177,7 @@ type Churn struct {
 // FocusStatus is what the report says about an alert's object.
 type FocusStatus struct {
 	Ref      ObjectRef
+	Owner    ObjectRef // the object problems are reported on (a pod's Deployment, ...)
 	Exists   bool
 	State    string   // "broken", "recovered", "missing" or "unchecked"
 	Summary  string   // one line: how it is now

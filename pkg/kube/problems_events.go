@@ -141,6 +141,9 @@ func (a *analysis) focusOwner(ref ObjectRef) string {
 func (a *analysis) focus(ref ObjectRef, nsMissing bool, problems []Problem) *FocusStatus {
 	fs := &FocusStatus{Ref: ref}
 	key := a.focusOwner(ref)
+	if parts := strings.SplitN(key, "/", 3); len(parts) == 3 {
+		fs.Owner = ObjectRef{Namespace: parts[0], Kind: parts[1], Name: parts[2]}
+	}
 	var reasons []string
 	for _, p := range problems {
 		if wkey(p.Namespace, p.Kind, p.Name) == key {
