@@ -3,6 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run() { echo "== $1 ($2)"; (cd "$1" && go test -run '^$' -bench "$2" -benchtime "${3:-10x}" -count 1 ./... 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' ) }
+run pkg 'BenchmarkClusterProblems$' 5x
+# five times the cluster (3,000 namespaces, ~35,000 objects; loading takes minutes): BENCH_5X=1
+if [ "${BENCH_5X:-}" = 1 ]; then run pkg 'BenchmarkClusterProblems5x$' 3x; fi
 run services/agent 'BenchmarkStartToReady' 20x
 run services/core 'BenchmarkWebhook' 2000x
 run pkg 'BenchmarkPruneMillionDecisions' 50x
