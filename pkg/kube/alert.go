@@ -1,11 +1,6 @@
 package kube
 
-import (
-	"encoding/json"
-	"sort"
-
-	"github.com/kubecrew/kubecrew/pkg/api"
-)
+import "encoding/json"
 
 // alertLabels are the labels Prometheus alerts on Kubernetes objects carry
 // (kube-state-metrics and the kubernetes-mixin conventions), most specific
@@ -67,19 +62,4 @@ func AlertTargetJSON(doc string) (ObjectRef, bool) {
 		return ObjectRef{}, false
 	}
 	return AlertTarget(d.Labels)
-}
-
-// ChooseDelegationFor is ChooseDelegation restricted to the findings about
-// owner (an alert's object, resolved to its owner): an alert run acts on
-// the alerted workload or on nothing. ok is false when that owner has no
-// delegable finding.
-func ChooseDelegationFor(fs []api.Finding, owner ObjectRef) (api.Finding, bool) {
-	var mine []api.Finding
-	for _, f := range fs {
-		if f.Namespace == owner.Namespace && f.Kind == owner.Kind && f.Name == owner.Name {
-			mine = append(mine, f)
-		}
-	}
-	sort.SliceStable(mine, func(i, j int) bool { return mine[i].Key < mine[j].Key })
-	return ChooseDelegation(mine)
 }

@@ -3,8 +3,6 @@ package kube
 import (
 	"context"
 	"testing"
-
-	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
 func TestAlertTarget(t *testing.T) {
@@ -39,17 +37,15 @@ func TestAlertTarget(t *testing.T) {
 	}
 }
 
-// A CrashLoop alert for crashloop delegates crashloop, not the OOM kill
-// that ranks higher elsewhere; an alerted object with nothing delegable
-// gets no delegation at all.
-func TestChooseDelegationForTheAlertedObject(t *testing.T) {
+// The focus resolves a pod to its owner: what an alert run may act on.
+func TestFocusResolvesThePodsOwner(t *testing.T) {
 	t.Parallel()
 	c, _ := brokenClient(t)
-	focus := ObjectRef{Namespace: fixtureNS, Kind: "Pod", Name: ""}
 	r, err := c.ClusterProblems(context.Background(), ProblemOptions{Namespace: fixtureNS})
 	if err != nil {
 		t.Fatal(err)
 	}
+	focus := ObjectRef{Namespace: fixtureNS, Kind: "Pod"}
 	for _, p := range r.Problems {
 		if p.Name == "crashloop" {
 			focus.Name = p.Pod
@@ -61,18 +57,5 @@ func TestChooseDelegationForTheAlertedObject(t *testing.T) {
 	}
 	if r.Focus.Owner != (ObjectRef{fixtureNS, "Deployment", "crashloop"}) || r.Focus.State != "broken" {
 		t.Fatalf("focus = %+v", r.Focus)
-	}
-	fs := ProblemsToFindings(r)
-	if any, _ := ChooseDelegation(fs); any.Name != "oomkill" {
-		t.Errorf("unrestricted choice = %s, want oomkill", any.Name)
-	}
-	if got, ok := ChooseDelegationFor(fs, r.Focus.Owner); !ok || got.Name != "crashloop" || got.Reason != ReasonCrashLoopBackOff {
-		t.Errorf("for the alerted object: %+v %v", got, ok)
-	}
-	if _, ok := ChooseDelegationFor(fs, ObjectRef{fixtureNS, "Deployment", "imagepull"}); ok {
-		t.Error("an image pull problem was delegated")
-	}
-	if _, ok := ChooseDelegationFor([]api.Finding{}, ObjectRef{}); ok {
-		t.Error("nothing to choose from")
 	}
 }
