@@ -9,3 +9,4 @@ if [ "${BENCH_5X:-}" = 1 ]; then run pkg 'BenchmarkClusterProblems5x$' 3x; fi
 run services/agent 'BenchmarkStartToReady' 20x
 run services/core 'BenchmarkWebhook' 2000x
 run pkg 'BenchmarkPruneMillionDecisions' 50x
+run services/core 'BenchmarkBusyQueueSoak' 300x

@@ -35,6 +35,7 @@ func (m *Memory) ApplyAlert(ctx context.Context, fingerprint, agent string, fn D
 		m.trimInvestigationsLocked()
 	}
 	m.setAlertLocked(st)
+	m.trimAlertsLocked()
 	m.decisions = append(m.decisions, d)
 	m.trimDecisionsLocked()
 	return d, nil

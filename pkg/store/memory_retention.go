@@ -15,13 +15,17 @@ const (
 	MemoryMaxA2A            = 20000
 	MemoryMaxDecisions      = 20000
 	MemoryMaxInvestigations = 5000
+	// MemoryMaxAlerts caps alert states (one per fingerprint ever seen):
+	// past it the oldest by last seen go, idle ones first, then queued
+	// (busy) ones; an alert in flight is never dropped (it holds a slot).
+	MemoryMaxAlerts = 20000
 )
 
 type memoryCaps struct {
-	runs, findings, a2a, decisions, invs int
+	runs, findings, a2a, decisions, invs, alerts int
 }
 
-var defaultCaps = memoryCaps{MemoryMaxRuns, MemoryMaxFindings, MemoryMaxA2A, MemoryMaxDecisions, MemoryMaxInvestigations}
+var defaultCaps = memoryCaps{MemoryMaxRuns, MemoryMaxFindings, MemoryMaxA2A, MemoryMaxDecisions, MemoryMaxInvestigations, MemoryMaxAlerts}
 
 // tenth is how many to drop once n passed limit.
 func tenth(n, limit int) int {
@@ -99,5 +103,20 @@ func (m *Memory) trimInvestigationsLocked() {
 	for _, id := range oldestKeys(m.invs, k, func(i Investigation) time.Time { return i.StartedAt },
 		func(i Investigation) bool { return i.FinishedAt != nil }) {
 		delete(m.invs, id)
+	}
+}
+
+func (m *Memory) trimAlertsLocked() {
+	k := tenth(len(m.alerts), m.caps.alerts)
+	if k == 0 {
+		return
+	}
+	lastSeen := func(s AlertState) time.Time { return s.LastSeen }
+	idle := oldestKeys(m.alerts, k, lastSeen, func(s AlertState) bool { return !s.InFlight && !s.Pending })
+	for _, fp := range idle {
+		delete(m.alerts, fp)
+	}
+	for _, fp := range oldestKeys(m.alerts, k-len(idle), lastSeen, func(s AlertState) bool { return !s.InFlight }) {
+		delete(m.alerts, fp)
 	}
 }

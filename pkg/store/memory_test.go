@@ -19,7 +19,7 @@ func TestMemoryRetention(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	m := NewMemory(c.Now)
-	m.caps = memoryCaps{runs: 10, findings: 10, a2a: 10, decisions: 10, invs: 10}
+	m.caps = memoryCaps{runs: 10, findings: 10, a2a: 10, decisions: 10, invs: 10, alerts: 10}
 	ctx := context.Background()
 	fin := c.Now()
 	// The oldest run is still running: it survives every trim.
@@ -35,7 +35,7 @@ func TestMemoryRetention(t *testing.T) {
 		mustNil(t, err)
 		mustNil(t, m.FinishInvestigation(ctx, Investigation{ID: d.InvestigationID, Status: "completed"}))
 	}
-	for what, n := range map[string]int{"runs": len(m.runs), "events": len(m.events), "findings": len(m.findings), "a2a": len(m.a2a), "decisions": len(m.decisions), "investigations": len(m.invs)} {
+	for what, n := range map[string]int{"runs": len(m.runs), "events": len(m.events), "findings": len(m.findings), "a2a": len(m.a2a), "decisions": len(m.decisions), "investigations": len(m.invs), "alert states": len(m.alerts)} {
 		if n > 10 || n < 5 {
 			t.Errorf("%s: %d kept, want between 5 and 10", what, n)
 		}
@@ -55,5 +55,49 @@ func TestMemoryRetention(t *testing.T) {
 	fs, _, _ := m.ListFindings(ctx, "", Page{Limit: 1})
 	if fs[0].Finding.Key != "r29" {
 		t.Fatalf("newest finding evicted: %+v", fs)
+	}
+}
+
+// TestMemoryTrimsAlertStates: past the cap the oldest idle alert states go
+// first, then queued ones; one in flight is never dropped (its agent's
+// slot would leak).
+func TestMemoryTrimsAlertStates(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	m := NewMemory(c.Now)
+	m.caps = defaultCaps
+	m.caps.alerts = 20
+	ctx := context.Background()
+	// The oldest alert is dispatched and stays in flight; the next two are
+	// queued behind it (same agent), the rest are idle on other agents.
+	_, err := m.ApplyAlert(ctx, "inflight", "busy-agent", decider(c.Now, nil), nil)
+	mustNil(t, err)
+	for _, fp := range []string{"queued1", "queued2"} {
+		c.Advance(time.Second)
+		d, err := m.ApplyAlert(ctx, fp, "busy-agent", decider(c.Now, nil), nil)
+		mustNil(t, err)
+		if d.Decision != DecisionBusy {
+			t.Fatalf("%s: %s", fp, d.Decision)
+		}
+	}
+	for i := range 200 {
+		c.Advance(time.Second)
+		d, err := m.ApplyAlert(ctx, fmt.Sprintf("idle%03d", i), fmt.Sprintf("agent%03d", i), decider(c.Now, nil), nil)
+		mustNil(t, err)
+		mustNil(t, m.FinishInvestigation(ctx, Investigation{ID: d.InvestigationID, Status: "completed"}))
+	}
+	if n := len(m.alerts); n > 20 {
+		t.Fatalf("%d alert states kept, cap 20", n)
+	}
+	for _, fp := range []string{"inflight", "queued1", "queued2", "idle199"} {
+		if _, err := m.GetAlertState(ctx, fp); err != nil {
+			t.Errorf("%s dropped: %v", fp, err)
+		}
+	}
+	if _, err := m.GetAlertState(ctx, "idle000"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the oldest idle state was kept")
+	}
+	if m.inFlightLocked("busy-agent") != 1 {
+		t.Errorf("in-flight index: %v", m.inFlight)
 	}
 }

@@ -125,8 +125,12 @@ func (p *Pipeline) reject(ctx context.Context, i int, a webhook.Alert, why strin
 
 func (p *Pipeline) one(ctx context.Context, a webhook.Alert) (store.AlertDecision, error) {
 	target := p.o.Routes.Match(a.Labels)
+	// The hash sees the whole alert (a changed annotation is new
+	// information); what is kept — queued, stored, sent — is bounded.
+	hash := a.ContentHash()
+	a = Bound(a)
 	in := decide.Input{
-		Alert: decide.Alert{Fingerprint: a.Fingerprint, Alertname: a.Alertname(), Status: a.Status, Hash: a.ContentHash()},
+		Alert: decide.Alert{Fingerprint: a.Fingerprint, Alertname: a.Alertname(), Status: a.Status, Hash: hash},
 		Route: decide.Route{Agent: target.Agent, Cooldown: target.Cooldown, MaxInFlight: target.MaxInFlight,
 			Ignored: target.Ignored, IgnoreReason: target.Reason},
 		Now:        p.o.Now(),
@@ -142,7 +146,7 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert) (store.AlertDecisio
 	// The body is remembered before deciding: a slot freed while this
 	// decision is recorded may retry the alert before ApplyAlert returns.
 	if a.Status == decide.StatusFiring && !target.Ignored {
-		p.queue.put(a.Fingerprint, queued{alert: a, target: target})
+		p.queue.put(a.Fingerprint, queued{alert: a, target: target, hash: hash})
 	}
 	d, err := p.o.Store.ApplyAlert(ctx, a.Fingerprint, target.Agent, fn, p.mkInv(a, in.Now))
 	if err != nil {
@@ -226,7 +230,7 @@ func (p *Pipeline) Drain(ctx context.Context, agent string) {
 		a := q.alert
 		a.Status = decide.StatusFiring
 		in := decide.Input{
-			Alert: decide.Alert{Fingerprint: st.Fingerprint, Alertname: st.Alertname, Status: decide.StatusFiring, Hash: a.ContentHash()},
+			Alert: decide.Alert{Fingerprint: st.Fingerprint, Alertname: st.Alertname, Status: decide.StatusFiring, Hash: q.hash},
 			Route: decide.Route{Agent: agent, Cooldown: q.target.Cooldown, MaxInFlight: q.target.MaxInFlight},
 			Now:   p.o.Now(), DecisionID: p.o.NewID(), NewID: p.o.NewID(), StaleAfter: p.o.StaleAfter,
 		}
@@ -265,6 +269,9 @@ func (p *Pipeline) DrainAll(ctx context.Context) {
 
 // Queued is how many queued alert bodies this process remembers.
 func (p *Pipeline) Queued() int { return p.queue.len() }
+
+// QueuedBytes is the text those bodies hold (each bounded by Bound).
+func (p *Pipeline) QueuedBytes() int { return p.queue.size() }
 
 // newUUIDv7 returns a time-ordered id (a random one if the clock fails).
 func newUUIDv7() string {

@@ -105,3 +105,37 @@ func TestContentHash(t *testing.T) {
 		}
 	}
 }
+
+func TestBound(t *testing.T) {
+	t.Parallel()
+	huge := strings.Repeat("é", 450_000) // 0.9 MB
+	a := webhook.Alert{Status: "firing", Fingerprint: "f", Labels: map[string]string{"alertname": "A"},
+		GeneratorURL: "http://prom/graph?g0.expr=" + strings.Repeat("x", 5000),
+		Annotations:  map[string]string{"summary": "short", "description": huge, "runbook": "r"}}
+	for i := range 20 {
+		a.Annotations[fmt.Sprintf("extra%02d", i)] = strings.Repeat("y", 1000)
+	}
+	b := Bound(a)
+	total := 0
+	for k, v := range b.Annotations {
+		total += len(k) + len(v)
+		if !utf8.ValidString(v) || len(v) > MaxAnnotation {
+			t.Errorf("annotation %s: %d bytes, valid UTF-8 %v", k, len(v), utf8.ValidString(v))
+		}
+	}
+	if total > MaxAnnotations+100 {
+		t.Errorf("annotations total %d bytes, bound %d", total, MaxAnnotations)
+	}
+	if b.Annotations["summary"] != "short" || !strings.HasSuffix(b.Annotations["description"], "…[cut: 900000 bytes]") ||
+		!strings.Contains(b.Annotations["kubecrew_dropped_annotations"], "annotation(s) past the 8192-byte bound") {
+		t.Errorf("bounded annotations: summary %q, description tail %q, dropped %q", b.Annotations["summary"],
+			b.Annotations["description"][len(b.Annotations["description"])-30:], b.Annotations["kubecrew_dropped_annotations"])
+	}
+	if len(b.GeneratorURL) > MaxGeneratorURL || len(a.GeneratorURL) < 5000 || len(a.Annotations["description"]) != 900_000 {
+		t.Errorf("generator URL %d bytes; the original must be untouched", len(b.GeneratorURL))
+	}
+	small := webhook.Alert{Labels: map[string]string{"alertname": "A"}, Annotations: map[string]string{"summary": "s"}}
+	if got := Bound(small); got.Annotations["summary"] != "s" || len(got.Annotations) != 1 {
+		t.Errorf("a small alert changed: %+v", got)
+	}
+}

@@ -160,6 +160,7 @@ const (
 	MaxFingerprint = 128
 	MaxLabelName   = 256
 	MaxLabelValue  = 4096
+	MaxLabels      = 16 << 10 // all names and values together
 )
 
 // Problem says why the core cannot take this alert ("" when it can): a
@@ -187,6 +188,13 @@ func (a Alert) Problem() string {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	total := 0
+	for _, k := range names {
+		total += len(k) + len(a.Labels[k])
+	}
+	if total > MaxLabels {
+		return fmt.Sprintf("labels are %d bytes together, the limit is %d", total, MaxLabels)
+	}
 	for _, k := range names {
 		v := a.Labels[k]
 		switch {
