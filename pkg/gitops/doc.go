@@ -21,14 +21,15 @@
 // The checks. TrivialMergeCheck is the one diff shape that may merge without
 // a person (seed §21), re-derived from the diff alone; VerifyDiffOnManifest
 // applies the diff to the base file and checks the parsed YAML;
-// ReviewPR is Vera's five checks (seed §14); SolPlan maps a finding to
-// Sol's action.
+// ReviewPR is Vera's five checks (seed §14). Which PR to review and what
+// to do about a finding are the personas' policy and live with them in
+// services/agent/internal/personas.
 //
 // The tools. Tools (or NewService(...).Tools()) gives bump_workload_memory,
 // list_agent_prs, get_pr, review_pr, merge_if_trivial, read_repo_file and
 // list_repo_files for one agent identity; Service exposes the same
 // operations to deterministic playbooks (ProposeMemoryBump, GetPR, Review,
-// MergeIfTrivial, ReviewOldest, StalePRs). Each mutating operation calls the
+// MergeIfTrivial, ListAgentPRs, Reviews, StalePRs). Each mutating operation calls the
 // execution gate (tools.Check) itself.
 //
 // Every guard fails closed: an unknown identity, a branch outside

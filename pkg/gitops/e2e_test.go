@@ -76,9 +76,6 @@ func TestEndToEndLocal(t *testing.T) {
 	vera := newAgent(t, l, "code-reviewer", opts)
 	ctx := context.Background()
 
-	if SolPlan(oomFinding) != PlanMemoryPR {
-		t.Fatalf("SolPlan(oomkill) = %s", SolPlan(oomFinding))
-	}
 	out := sol.call(ToolBumpWorkloadMemory, bumpArgsFor(oomFinding))
 	mustContain(t, out, "Opened PR #1", "branch: agent/fix/kubecrew-fixtures-deployment-oomkill-app-oomkilled",
 		"file: fixtures/kubecrew/oomkill.yaml (found by scan", "32Mi -> 48Mi", "-              memory: 32Mi\n+              memory: 48Mi\n")

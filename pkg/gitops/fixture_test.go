@@ -40,9 +40,15 @@ func TestBumpOnProjectFixture(t *testing.T) {
 	if r.Path != "hack/fixtures/broken-workloads.yaml" || strings.Count(r.Diff, "\n-") != 2 || strings.Count(r.Diff, "\n+") != 2 {
 		t.Fatalf("proposal %+v", r)
 	}
-	o, err := vera.ReviewOldest(ctx)
-	if err != nil || o.Verdict != VerdictApprove || o.Merge == nil || !o.Merge.Merged {
-		t.Fatalf("review: %+v %v", o, err)
+	v, err := vera.GetPR(ctx, r.PR.Number)
+	if err != nil || v.SuggestedVerdict != VerdictApprove {
+		t.Fatalf("get_pr: %+v %v", v, err)
+	}
+	if _, err := vera.Review(ctx, r.PR.Number, v.SuggestedVerdict, v.SuggestedBody); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := vera.MergeIfTrivial(ctx, r.PR.Number); err != nil || !m.Merged {
+		t.Fatalf("merge: %+v %v", m, err)
 	}
 	onMain, _ := l.ReadFile(ctx, "hack/fixtures/broken-workloads.yaml")
 	if string(onMain) != string(out) {

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
@@ -64,45 +63,8 @@ func ProblemsToFindings(r *ProblemReport) []api.Finding {
 	return out
 }
 
-// delegable reasons, most urgent first: what Sol can fix on a live workload.
-var delegable = map[string]int{ReasonOOMKilled: 0, ReasonCrashLoopBackOff: 1, ReasonProbeFailure: 2}
-
+// workloadKinds are the owners with a pod template that a rollout drives.
 var workloadKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true}
-
-// ChooseDelegation picks the single most serious remediable finding to hand
-// to Sol: an OOM kill, a crash loop or failing probes on a Deployment,
-// StatefulSet or DaemonSet (never a Job, a bare pod, a scheduling or image
-// problem). Order: severity, then OOMKilled > CrashLoopBackOff >
-// ProbeFailure, then key, so the choice is deterministic. ok is false when
-// nothing qualifies. Remediable is trusted only together with the reason
-// and kind: a finding from another source claiming remediable=true for a
-// Job is still refused.
-func ChooseDelegation(fs []api.Finding) (api.Finding, bool) {
-	var cands []api.Finding
-	for _, f := range fs {
-		if _, ok := delegable[f.Reason]; !ok || !f.Remediable || !workloadKinds[f.Kind] || f.Namespace == "" || f.Name == "" {
-			continue
-		}
-		if f.Key == "" {
-			f.Key = f.DeriveKey()
-		}
-		cands = append(cands, f)
-	}
-	if len(cands) == 0 {
-		return api.Finding{}, false
-	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
-		if ra, rb := api.SeverityRank(a.Severity), api.SeverityRank(b.Severity); ra != rb {
-			return ra < rb
-		}
-		if delegable[a.Reason] != delegable[b.Reason] {
-			return delegable[a.Reason] < delegable[b.Reason]
-		}
-		return a.Key < b.Key
-	})
-	return cands[0], true
-}
 
 // redactText is redact.String for a finding's free text: the detail quotes
 // event and log messages, and a finding reaches reports and chat posts.

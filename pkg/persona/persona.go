@@ -18,14 +18,36 @@ type Info struct {
 	Slug string `json:"slug"`
 }
 
+// The personas' slugs: the one spelling of each service identity. Code that
+// names a persona uses these, never the string.
+const (
+	SlugNoor = "platform-sre"
+	SlugSol  = "k8s-engineer"
+	SlugVera = "code-reviewer"
+	SlugDax  = "cicd-engineer"
+	SlugAda  = "backend-architect"
+)
+
+// The personas' names (the directory under agents/, the alias people use).
+const (
+	NameNoor = "noor"
+	NameSol  = "sol"
+	NameVera = "vera"
+	NameDax  = "dax"
+	NameAda  = "ada"
+)
+
+// Noor, Sol, Vera, Dax and Ada are the five personas.
+var (
+	Noor = Info{Name: NameNoor, Slug: SlugNoor}
+	Sol  = Info{Name: NameSol, Slug: SlugSol}
+	Vera = Info{Name: NameVera, Slug: SlugVera}
+	Dax  = Info{Name: NameDax, Slug: SlugDax}
+	Ada  = Info{Name: NameAda, Slug: SlugAda}
+)
+
 // All is the five personas, in the fleet's order.
-var All = []Info{
-	{Name: "noor", Slug: "platform-sre"},
-	{Name: "sol", Slug: "k8s-engineer"},
-	{Name: "vera", Slug: "code-reviewer"},
-	{Name: "dax", Slug: "cicd-engineer"},
-	{Name: "ada", Slug: "backend-architect"},
-}
+var All = []Info{Noor, Sol, Vera, Dax, Ada}
 
 // ErrUnknownPersona is wrapped by every "no such persona" error.
 var ErrUnknownPersona = errors.New("unknown persona")

@@ -201,9 +201,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		}
 		return LoadPersona(personaDir, p.Slug) // re-read each run: a ConfigMap edit takes effect on the next run
 	}
+	code := a.persona()
 	eng, err := engine.New(engine.Options{
 		Agent: p.Info, Persona: loadPersona, Tools: set, Model: model, ModelName: modelName,
-		Playbook: a.playbook(), Backstop: a.backstop(),
+		Playbook: code.Playbook(), Backstop: code.Backstop(),
 		Store: st, Now: o.Now, MaxIterations: cfg.Int("AGENT_MAX_ITERATIONS"),
 		Temperature: float32(cfg.Float("AGENT_TEMPERATURE")), ToolOutputMax: cfg.Int("TOOL_OUTPUT_MAX_CHARS"),
 		MemoryMax: cfg.Int("MEMORY_MAX_CHARS"), SynthesisTimeout: cfg.Duration("SYNTHESIS_TIMEOUT"),

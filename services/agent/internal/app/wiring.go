@@ -15,8 +15,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
-	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
-	"github.com/kubecrew/kubecrew/services/agent/internal/playbook"
+	"github.com/kubecrew/kubecrew/services/agent/internal/personas"
 	"github.com/kubecrew/kubecrew/services/agent/internal/pulseserver"
 )
 
@@ -81,28 +80,17 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 	return nil
 }
 
-func (a *App) playbookDeps() playbook.Deps {
-	d := playbook.Deps{}
+// persona is the persona's code (playbook, backstop), given what is
+// configured: no cluster, no sweep; no GitOps repository, no review pass.
+func (a *App) persona() personas.Persona {
+	d := personas.Deps{}
 	if a.Kube != nil {
 		d.Cluster = a.Kube
 	}
 	if a.forgeOK {
 		d.Reviewer = a.Git
 	}
-	return d
-}
-
-// playbook returns the persona's deterministic playbook, or nil.
-func (a *App) playbook() engine.Playbook {
-	return playbook.For(a.Config.Persona.Slug, a.playbookDeps())
-}
-
-// backstop returns the persona's backstop, or nil.
-func (a *App) backstop() engine.Backstop {
-	if a.Config.Persona.Slug == "platform-sre" {
-		return playbook.NoorBackstop(a.playbookDeps())
-	}
-	return nil
+	return personas.For(a.Config.Persona.Slug, d)
 }
 
 // openStore opens the agent's store: in memory without DATABASE_URL, else

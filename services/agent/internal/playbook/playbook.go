@@ -1,7 +1,7 @@
-// Package playbook holds the personas' deterministic behaviour (ARCHITECTURE
-// §2 step 9): what each agent does in code on real cluster and Git data when
-// no model is configured, and the fallback when the model is down. The same
-// code is Noor's backstop in model mode.
+// Package playbook is what every persona's deterministic playbook uses
+// (each persona's own code lives in internal/personas/<name>): calling a
+// registry tool through the run's gated, traced path, recording a typed
+// call the playbook makes directly, and reading the delegated finding.
 package playbook
 
 import (
@@ -15,35 +15,17 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 )
 
-// For returns the playbook of the persona with slug, or nil when it has none.
-func For(slug string, d Deps) engine.Playbook {
-	switch slug {
-	case "platform-sre":
-		if d.Cluster == nil {
-			return nil
-		}
-		return engine.PlaybookFunc(func(ctx context.Context, r *engine.Run) error { return noorSweep(ctx, r, d, true) })
-	case "k8s-engineer":
-		return engine.PlaybookFunc(func(ctx context.Context, r *engine.Run) error { return solAct(ctx, r) })
-	case "code-reviewer":
-		if d.Reviewer == nil {
-			return nil
-		}
-		return engine.PlaybookFunc(func(ctx context.Context, r *engine.Run) error { return veraReview(ctx, r, d) })
-	}
-	return nil
-}
-
-// call runs a tool of the run through the gated, traced path and decodes
-// nothing: the text is what a model would have seen.
-func call(ctx context.Context, r *engine.Run, n int, name string, args any) (string, bool) {
+// Call runs a tool of the run through the gated, traced path and decodes
+// nothing: the text is what a model would have seen. n numbers the call
+// within the playbook (its trace id is playbook-n).
+func Call(ctx context.Context, r *engine.Run, n int, name string, args any) (string, bool) {
 	out, outcome := r.CallTool(ctx, fmt.Sprintf("playbook-%d", n), name, args)
 	return out, outcome == "ok"
 }
 
-// traced records a typed call made by a playbook as tool_call/tool_result,
+// Traced records a typed call made by a playbook as tool_call/tool_result,
 // so the trace shows what the playbook read.
-func traced(ctx context.Context, r *engine.Run, id, name string, args any, fn func() (string, error)) (string, error) {
+func Traced(ctx context.Context, r *engine.Run, id, name string, args any, fn func() (string, error)) (string, error) {
 	raw, _ := json.Marshal(args)
 	r.Event(ctx, "tool_call", map[string]any{"id": id, "name": name, "args": json.RawMessage(raw), "by": "playbook"})
 	out, err := fn()
@@ -61,8 +43,8 @@ func traced(ctx context.Context, r *engine.Run, id, name string, args any, fn fu
 	return out, err
 }
 
-// findingFromContext reads the delegated finding (context.finding).
-func findingFromContext(r *engine.Run) (api.Finding, bool, error) {
+// FindingFromContext reads the delegated finding (context.finding).
+func FindingFromContext(r *engine.Run) (api.Finding, bool, error) {
 	raw := strings.TrimSpace(r.Req.Context[engine.ContextFinding])
 	if raw == "" {
 		return api.Finding{}, false, nil
@@ -75,4 +57,16 @@ func findingFromContext(r *engine.Run) (api.Finding, bool, error) {
 		f.Key = f.DeriveKey()
 	}
 	return f, true, nil
+}
+
+// FirstLine is s's first line, at most 300 bytes.
+func FirstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
 }

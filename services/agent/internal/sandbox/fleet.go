@@ -118,7 +118,7 @@ func AgentEnv(c FleetConfig, m Member, peers string) map[string]string {
 	} else {
 		env["LLM_BASE_URL"] = c.LLMBaseURL
 	}
-	if c.ReadOnly && m.Persona == "sol" {
+	if c.ReadOnly && m.Persona == persona.NameSol {
 		env["AGENT_TOOLS"] = SolReadOnlyTools
 	}
 	return env

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
+	"github.com/kubecrew/kubecrew/pkg/persona"
 )
 
 // IncidentWorkload is the fixture the demo incident is about.
@@ -162,7 +163,7 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 			return fn()
 		})
 	}
-	noor, sol := f.URL("noor"), f.URL("sol")
+	noor, sol := f.URL(persona.NameNoor), f.URL(persona.NameSol)
 
 	// 1. The alert, as Alertmanager would post it.
 	pod := ""
@@ -248,7 +249,7 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 	if err != nil {
 		return o, err
 	}
-	o.VeraRunID = notifiedRun(o.SolRun, "code-reviewer")
+	o.VeraRunID = notifiedRun(o.SolRun, persona.SlugVera)
 	err = wait("the delegation in both A2A audit logs", func() (bool, error) {
 		o.NoorAudit = findAudit(ctx, noor, func(a AuditItem) bool {
 			return a.Direction == "sent" && a.Verb == "delegate" && a.CalleeRunID == del.RunID
@@ -304,7 +305,7 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 	var vr RunView
 	err = wait(fmt.Sprintf("Vera's review and the merge of PR #%d", o.PR.Number), func() (bool, error) {
 		if o.VeraRunID != "" && veraDone.IsZero() {
-			if rv, err := getRun(ctx, f.URL("vera"), o.VeraRunID); err == nil && rv.Finished() {
+			if rv, err := getRun(ctx, f.URL(persona.NameVera), o.VeraRunID); err == nil && rv.Finished() {
 				veraDone, vr = time.Now(), rv
 			}
 		}

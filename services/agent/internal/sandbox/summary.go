@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/persona"
 )
 
 // summary prints the incident's outcome in a few lines.
@@ -45,9 +47,9 @@ func tryIt(out io.Writer, f *Fleet, o *Outcome, m mode) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, "[kubecrew] "+format+"\n", args...) }
 	fmt.Fprintln(out)
 	p("the fleet is running — core %s; noor %s, sol %s, vera %s, dax %s, ada %s",
-		f.Core, f.URL("noor"), f.URL("sol"), f.URL("vera"), f.URL("dax"), f.URL("ada"))
+		f.Core, f.URL(persona.NameNoor), f.URL(persona.NameSol), f.URL(persona.NameVera), f.URL(persona.NameDax), f.URL(persona.NameAda))
 	p("try:")
-	noor := f.URL("noor")
+	noor := f.URL(persona.NameNoor)
 	lines := []string{
 		fmt.Sprintf("curl -s %s/api/v1/agents | jq '.agents[] | {slug, status, model}'", f.Core),
 		fmt.Sprintf("curl -s %s/api/v1/alerts | jq .", f.Core),
@@ -55,7 +57,7 @@ func tryIt(out io.Writer, f *Fleet, o *Outcome, m mode) {
 		fmt.Sprintf("curl -s %s/api/v1/audit | jq .", f.Core),
 		fmt.Sprintf("curl -s %s/info | jq '{agent, model, tools: [.tools[].name]}'", noor),
 		fmt.Sprintf("curl -s %s/run -H 'Content-Type: application/json' -d '{\"task\":\"Sweep namespace %s\",\"context\":{\"namespace\":\"%s\"}}' | jq '{status, verdict, findings: [.findings[] | .key]}'", noor, FixtureNamespace, FixtureNamespace),
-		fmt.Sprintf("curl -s %s/a2a/log | jq .", f.URL("sol")),
+		fmt.Sprintf("curl -s %s/a2a/log | jq .", f.URL(persona.NameSol)),
 	}
 	if m == modeReadOnly {
 		lines[5] = fmt.Sprintf("curl -s %s/run -H 'Content-Type: application/json' -d '{\"task\":\"Sweep the cluster\"}' | jq '{status, verdict, findings: [.findings[] | .key]}'", noor)

@@ -24,10 +24,10 @@ var Fleet = func() []Agent {
 
 // DefaultAlertAgent triages alerts: Noor, read-only. Alerts never go straight
 // to the actor (seed §17).
-const DefaultAlertAgent = "platform-sre"
+const DefaultAlertAgent = persona.SlugNoor
 
 // ActorAgent is Sol, who acts on Noor's delegations — never on raw alerts.
-const ActorAgent = "k8s-engineer"
+const ActorAgent = persona.SlugSol
 
 // ResolveAgent maps a slug, persona name or service name (agent-{slug}),
 // any case, to the slug. ok is false for anything else.

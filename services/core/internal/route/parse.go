@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kubecrew/kubecrew/pkg/persona"
 )
 
 // Options are the settings a routes file is checked against.
@@ -144,7 +146,7 @@ func (p *parser) parse(data []byte) (*Routes, error) {
 		return nil, err
 	}
 	if !haveDefAgent {
-		rs.Default.Agent, _ = p.o.Resolve("platform-sre")
+		rs.Default.Agent, _ = p.o.Resolve(persona.SlugNoor)
 	}
 	if why, bad := p.o.Forbidden[rs.Default.Agent]; bad {
 		return nil, p.errf(defAgent, "defaults.agent %q: %s", rs.Default.Agent, why)

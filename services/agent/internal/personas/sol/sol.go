@@ -1,0 +1,171 @@
+// Package sol is Sol (k8s-engineer) in code: his plan for a delegated
+// finding (which ONE action, if any) and the playbook that takes it.
+// pkg/gitops and pkg/kube supply the mechanisms (the memory-bump PR, the
+// rollout restart); the choice is his.
+package sol
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/gitops"
+	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
+	"github.com/kubecrew/kubecrew/services/agent/internal/playbook"
+)
+
+// Slug is Sol's.
+const Slug = persona.SlugSol
+
+// ReviewerSlug is who Sol tells about a new PR.
+const ReviewerSlug = persona.SlugVera
+
+// The registry tools Sol's playbook calls.
+const (
+	ToolBumpMemory = "bump_workload_memory"
+	ToolRollout    = "k8s_rollout"
+	ToolNotify     = "notify_agent"
+)
+
+// Sol is his code. He needs no dependencies of his own: his playbook acts
+// through the run's tools.
+type Sol struct{}
+
+// New returns Sol.
+func New() *Sol { return &Sol{} }
+
+// Slug is Sol's slug.
+func (*Sol) Slug() string { return Slug }
+
+// Tools are the registry tools his playbook calls by name.
+func (*Sol) Tools() []string { return []string{ToolBumpMemory, ToolRollout, ToolNotify} }
+
+// Playbook is act: the delegated finding → ONE action.
+func (*Sol) Playbook() engine.Playbook { return engine.PlaybookFunc(act) }
+
+// Backstop: Sol has none.
+func (*Sol) Backstop() engine.Backstop { return nil }
+
+// His plans for a delegated finding.
+const (
+	// PlanMemoryPR: propose a memory bump (bump_workload_memory).
+	PlanMemoryPR = "memory_pr"
+	// PlanRestart: a rollout restart (k8s_rollout restart).
+	PlanRestart = "restart"
+	// PlanRecommend: change nothing; answer with a recommendation.
+	PlanRecommend = "recommend"
+)
+
+var configChangeRE = regexp.MustCompile(`(?i)\b(config\s*map|configmap|secret|config(uration)?|env(ironment)?)\b[^.\n]{0,80}\b(chang|updat|edit|modif|rotat|roll)|\b(chang|updat|edit|modif|rotat)\w*\b[^.\n]{0,80}\b(config\s*map|configmap|secret|config(uration)?)\b`)
+
+// Plan maps a finding to the one action Sol's playbook takes:
+//
+//   - reason OOMKilled with a named container and a workload kind that has
+//     a pod template → PlanMemoryPR. Exit 137 with reason Error is a liveness
+//     kill, not an OOM: it is not matched.
+//   - reason CrashLoopBackOff whose detail or remediation says a ConfigMap,
+//     Secret or configuration changed recently → PlanRestart (the pods
+//     must pick the new configuration up).
+//   - anything else → PlanRecommend: no change without a known-safe action.
+//
+// Sol acts on a delegated finding without re-judging whether it is worth
+// fixing, so Remediable and Severity are not consulted.
+func Plan(f api.Finding) (action string) {
+	reason := strings.ToLower(strings.TrimSpace(f.Reason))
+	switch {
+	case reason == "oomkilled" || reason == "oom-killed" || reason == "oom_killed":
+		if f.Container != "" && gitops.CanonicalKind(f.Kind) != "" && gitops.CanonicalKind(f.Kind) != "Pod" {
+			return PlanMemoryPR
+		}
+		return PlanRecommend
+	case reason == "crashloopbackoff":
+		if configChangeRE.MatchString(f.Detail + "\n" + f.Remediation) {
+			return PlanRestart
+		}
+	}
+	return PlanRecommend
+}
+
+// rolloutKinds maps a finding's workload kind to k8s_rollout's kind.
+var rolloutKinds = map[string]string{"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets"}
+
+// act: the delegated finding → ONE action, then stop. OOMKilled → a
+// memory-limit PR (bump_workload_memory, never a cluster change); a crash
+// loop after a recent config change → rollout restart; anything else → a
+// written recommendation. Sol does not re-judge a delegated finding, and
+// makes no diagnostic reads of his own here: the finding is the evidence.
+func act(ctx context.Context, r *engine.Run) error {
+	f, ok, err := playbook.FindingFromContext(r)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		r.SetAnswer("I act on a delegated finding (context.finding, or a data part over A2A) and none came with this task, so I changed nothing. " +
+			"Send the finding — namespace, kind, name, container, reason — and I will take ONE action on it.")
+		r.SetVerdict("no_finding")
+		return nil
+	}
+	r.ReportFinding(f)
+	switch Plan(f) {
+	case PlanMemoryPR:
+		out, okCall := playbook.Call(ctx, r, 1, ToolBumpMemory, map[string]any{
+			"namespace": f.Namespace, "kind": gitops.CanonicalKind(f.Kind), "name": f.Name, "container": f.Container,
+			"finding_key": f.Key, "reason": strings.TrimSpace(f.Reason + ": " + f.Detail),
+		})
+		if !okCall {
+			r.SetAnswer("Could not open the memory-limit PR for " + target(f) + ": " + out)
+			r.SetVerdict("action_failed")
+			return nil
+		}
+		// Tell the reviewer; fire and forget (a failure does not undo the PR).
+		msg := fmt.Sprintf("I opened a memory-limit PR for %s (finding %s). Please review it.\n%s", target(f), f.Key, playbook.FirstLine(out))
+		if note, sent := playbook.Call(ctx, r, 2, ToolNotify, map[string]string{"agent_slug": ReviewerSlug, "message": msg}); !sent {
+			r.Log().Info("reviewer not notified: " + note)
+		}
+		r.SetAnswer("Action: proposed a memory-limit increase as a pull request (no cluster change).\n" + out)
+		r.SetVerdict("action_taken")
+	case PlanRestart:
+		kind, known := rolloutKinds[gitops.CanonicalKind(f.Kind)]
+		if !known {
+			recommend(r, f, "a rollout restart needs a Deployment, StatefulSet or DaemonSet")
+			return nil
+		}
+		out, okCall := playbook.Call(ctx, r, 1, ToolRollout, map[string]any{"action": "restart", "kind": kind, "namespace": f.Namespace, "name": f.Name})
+		if !okCall {
+			r.SetAnswer("Could not restart " + target(f) + ": " + out)
+			r.SetVerdict("action_failed")
+			return nil
+		}
+		r.SetAnswer("Action: rollout restart of " + target(f) + " so its pods pick up the changed configuration.\n" + out)
+		r.SetVerdict("action_taken")
+	default:
+		recommend(r, f, "")
+	}
+	return nil
+}
+
+func recommend(r *engine.Run, f api.Finding, why string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Recommendation (no change made): %s — %s.", target(f), f.Reason)
+	if why != "" {
+		fmt.Fprintf(&b, " I did not act because %s.", why)
+	} else {
+		b.WriteString(" This is not in the class I may fix (a memory-limit PR for an OOMKill, a restart after a config change).")
+	}
+	if f.Remediation != "" {
+		fmt.Fprintf(&b, "\nSuggested fix for a human: %s", f.Remediation)
+	}
+	r.SetAnswer(b.String())
+	r.SetVerdict("recommendation")
+}
+
+func target(f api.Finding) string {
+	s := fmt.Sprintf("%s %s/%s", f.Kind, f.Namespace, f.Name)
+	if f.Container != "" {
+		s += " (container " + f.Container + ")"
+	}
+	return s
+}
