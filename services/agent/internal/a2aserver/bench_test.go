@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/a2a"
+	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 )
 
@@ -18,7 +19,7 @@ import (
 // Reports p50/p90/p99 in milliseconds.
 func BenchmarkAskRoundTrip(b *testing.B) {
 	nodes := startFleet(b, fleetOpts{token: "bench"}, map[string]engine.Playbook{"noor": nil, "sol": nil})
-	c := nodes["platform-sre"].svc.Client()
+	c := nodes[persona.SlugNoor].out.Sender()
 	ctx := context.Background()
 	call := a2a.Call{To: "sol", Verb: a2a.VerbAsk, Text: "are you there?", CallerRunID: "bench-run"}
 	// Warm the connection pool.

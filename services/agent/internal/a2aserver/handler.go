@@ -51,10 +51,7 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 	if params.Config != nil && params.Config.PushConfig != nil {
 		return nil, codeErr(sdk.ErrPushNotificationNotSupported, errors.New("this agent does not send push notifications; use message/stream or tasks/get"))
 	}
-	eng := s.engine()
-	if eng == nil {
-		return nil, codeErr(sdk.ErrServerError, errors.New("the agent is not ready (no engine attached)"))
-	}
+	eng := s.eng
 	now := s.o.Now().UTC()
 	entry := store.A2AEntry{
 		ID: receivedID(msg.ID, s.o.NewID), Agent: s.self.Slug, Direction: a2a.DirectionReceived,
@@ -64,7 +61,7 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 	refuse := func(verb string, cause error, code error) error {
 		entry.Outcome, entry.Error, entry.FinishedAt = a2a.OutcomeRefused, cause.Error(), &now
 		s.recordReceived(ctx, &entry)
-		s.metrics.messages.WithLabelValues(a2a.DirectionReceived, verb, a2a.OutcomeRefused).Inc()
+		s.metrics.Messages.WithLabelValues(a2a.DirectionReceived, verb, a2a.OutcomeRefused).Inc()
 		s.log.Info("a2a message refused", zap.String("caller", entry.Caller), zap.String("verb", verb),
 			zap.Int("depth", entry.Depth), zap.String("message_id", msg.ID), zap.Error(cause))
 		return codeErr(code, cause)
@@ -138,10 +135,10 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 			req.Context[k] = string(raw)
 		}
 	}
-	s.setTrace(discussion, entry.TraceID) // before Start: the run may send at once
+	s.traces.Set(discussion, entry.TraceID) // before Start: the run may send at once
 	run, err := eng.Start(ctx, req)
 	if err != nil {
-		s.dropTrace(discussion)
+		s.traces.Drop(discussion)
 		var ve *engine.ValidationError
 		switch {
 		case errors.As(err, &ve):
@@ -153,7 +150,7 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 	}
 	entry.Outcome, entry.CalleeRunID = a2a.OutcomeAccepted, run.ID
 	s.recordReceived(ctx, &entry)
-	s.metrics.messages.WithLabelValues(a2a.DirectionReceived, entry.Verb, a2a.OutcomeAccepted).Inc()
+	s.metrics.Messages.WithLabelValues(a2a.DirectionReceived, entry.Verb, a2a.OutcomeAccepted).Inc()
 	run.Event(ctx, "a2a_received", map[string]any{
 		"audit_id": entry.ID, "message_id": msg.ID, "verb": entry.Verb, "caller": entry.Caller,
 		"caller_run_id": entry.CallerRunID, "depth": depth, "discussion_id": discussion, "trace_id": entry.TraceID,
@@ -170,7 +167,7 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 func (s *Service) settle(run *engine.Run, entry store.A2AEntry) {
 	defer s.settling.Done()
 	<-run.Done()
-	defer s.dropTrace(entry.DiscussionID)
+	defer s.traces.Drop(entry.DiscussionID)
 	res := run.Result()
 	fin := s.o.Now().UTC()
 	entry.Outcome = outcomeOfRun(res)
@@ -340,15 +337,13 @@ func (h handler) OnResubscribeToTask(ctx context.Context, params *sdk.TaskIDPara
 			yield(nil, codeErr(sdk.ErrInvalidParams, errors.New("id is required")))
 			return
 		}
-		if eng := h.s.engine(); eng != nil {
-			if run, ok := eng.Get(string(params.ID)); ok {
-				discussion := run.Req.DiscussionID
-				if !yield(a2a.WorkingTask(run.ID, contextOf(discussion, run.ID), run.Started), nil) {
-					return
-				}
-				h.streamResult(ctx, run, contextOf(discussion, run.ID), yield)
+		if run, ok := h.s.eng.Get(string(params.ID)); ok {
+			discussion := run.Req.DiscussionID
+			if !yield(a2a.WorkingTask(run.ID, contextOf(discussion, run.ID), run.Started), nil) {
 				return
 			}
+			h.streamResult(ctx, run, contextOf(discussion, run.ID), yield)
+			return
 		}
 		t, err := h.OnGetTask(ctx, &sdk.TaskQueryParams{ID: params.ID})
 		if err != nil {
@@ -375,14 +370,12 @@ func (h handler) OnGetTask(ctx context.Context, q *sdk.TaskQueryParams) (*sdk.Ta
 		return nil, codeErr(sdk.ErrInvalidParams, errors.New("id is required"))
 	}
 	id := string(q.ID)
-	if eng := h.s.engine(); eng != nil {
-		if run, ok := eng.Get(id); ok {
-			ctxID := contextOf(run.Req.DiscussionID, run.ID)
-			if run.Finished() {
-				return a2a.TaskFromResult(run.Result(), ctxID), nil
-			}
-			return a2a.WorkingTask(run.ID, ctxID, run.Started), nil
+	if run, ok := h.s.eng.Get(id); ok {
+		ctxID := contextOf(run.Req.DiscussionID, run.ID)
+		if run.Finished() {
+			return a2a.TaskFromResult(run.Result(), ctxID), nil
 		}
+		return a2a.WorkingTask(run.ID, ctxID, run.Started), nil
 	}
 	rec, err := h.s.o.Store.GetRun(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -401,18 +394,16 @@ func (h handler) OnCancelTask(ctx context.Context, p *sdk.TaskIDParams) (*sdk.Ta
 		return nil, codeErr(sdk.ErrInvalidParams, errors.New("id is required"))
 	}
 	id := string(p.ID)
-	if eng := h.s.engine(); eng != nil {
-		if run, ok := eng.Get(id); ok && !run.Finished() {
-			run.Cancel()
-			wctx, cancel := context.WithTimeoutCause(ctx, cancelWait, fmt.Errorf("run %s did not stop within %s", id, cancelWait))
-			defer cancel()
-			res, err := run.Wait(wctx)
-			if err != nil {
-				return nil, codeErr(sdk.ErrInternalError, err)
-			}
-			h.s.log.Info("a2a task canceled", zap.String("run_id", id))
-			return a2a.TaskFromResult(res, contextOf(run.Req.DiscussionID, run.ID)), nil
+	if run, ok := h.s.eng.Get(id); ok && !run.Finished() {
+		run.Cancel()
+		wctx, cancel := context.WithTimeoutCause(ctx, cancelWait, fmt.Errorf("run %s did not stop within %s", id, cancelWait))
+		defer cancel()
+		res, err := run.Wait(wctx)
+		if err != nil {
+			return nil, codeErr(sdk.ErrInternalError, err)
 		}
+		h.s.log.Info("a2a task canceled", zap.String("run_id", id))
+		return a2a.TaskFromResult(res, contextOf(run.Req.DiscussionID, run.ID)), nil
 	}
 	t, err := h.OnGetTask(ctx, &sdk.TaskQueryParams{ID: p.ID})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
+	"github.com/kubecrew/kubecrew/services/agent/internal/a2aclient"
 	"github.com/kubecrew/kubecrew/services/agent/internal/a2aserver"
 	"github.com/kubecrew/kubecrew/services/agent/internal/builtin"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
@@ -30,6 +31,7 @@ import (
 type node struct {
 	slug  string
 	svc   *a2aserver.Service
+	out   *a2aclient.Client
 	eng   *engine.Engine
 	store *store.Memory
 	srv   *httptest.Server
@@ -87,26 +89,33 @@ func startFleet(t testing.TB, o fleetOpts, playbooks map[string]engine.Playbook)
 			t.Fatal(err)
 		}
 		n.store = store.NewMemory(nil)
-		n.svc, err = a2aserver.New(a2aserver.Options{
-			Persona: p, Version: "test", Peers: peers, Token: o.token, MaxDepth: o.maxDepth,
-			CallTimeout: 20 * time.Second, Store: n.store,
+		traces, metrics := a2aclient.NewTraces(), a2aclient.NewMetrics(nil)
+		n.out, err = a2aclient.New(a2aclient.Options{
+			Self: p.Info, Peers: peers, Token: o.token, MaxDepth: o.maxDepth,
+			CallTimeout: 20 * time.Second, Audit: n.store, Traces: traces, Metrics: metrics,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		reg := tools.NewRegistry(append(builtin.Tools(), n.svc.Tools()...)...)
+		reg := tools.NewRegistry(append(builtin.Tools(), n.out.Tools()...)...)
 		set, err := reg.Resolve(reg.Names())
 		if err != nil {
 			t.Fatal(err)
 		}
 		n.eng, err = engine.New(engine.Options{
 			Agent: p.Info, Persona: func() (*persona.Persona, error) { return p, nil }, Tools: set,
-			Playbook: pb, Store: n.store, RunTimeout: 30 * time.Second,
+			Playbook: pb, Store: n.store, RunTimeout: 30 * time.Second, Delegator: n.out,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.svc.Attach(n.eng)
+		n.svc, err = a2aserver.New(a2aserver.Options{
+			Persona: p, Engine: n.eng, Version: "test", Token: o.token, MaxDepth: o.maxDepth,
+			Store: n.store, Traces: traces, Metrics: metrics,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		r := chi.NewRouter()
 		r.Use(server.Guard(httpauth.Tokens{Full: o.token}))
 		n.svc.Mount(r)

@@ -1,17 +1,16 @@
 package app
 
 import (
-	"context"
-	"errors"
-
 	"github.com/kubecrew/kubecrew/pkg/a2a"
-	"github.com/kubecrew/kubecrew/pkg/tools"
+	"github.com/kubecrew/kubecrew/services/agent/internal/a2aclient"
 	"github.com/kubecrew/kubecrew/services/agent/internal/a2aserver"
+	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 )
 
-// a2aTools returns ask_agent, notify_agent and delegate_task, which every
-// persona gets.
-func (a *App) a2aTools() ([]tools.Tool, error) {
+// newA2AClient builds the outgoing A2A side before the engine: its tools
+// (ask_agent, notify_agent, delegate_task, which every persona gets) go
+// into the registry and it is the engine's Delegator.
+func (a *App) newA2AClient() (*a2aclient.Client, error) {
 	cfg := a.Config
 	static, err := cfg.Peers()
 	if err != nil {
@@ -21,27 +20,27 @@ func (a *App) a2aTools() ([]tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := a2aserver.New(a2aserver.Options{
-		Persona: cfg.Persona, DisplayName: cfg.String("AGENT_DISPLAY_NAME"), Version: Version,
-		Peers: peers, Token: cfg.String("AUTH_TOKEN"), MaxDepth: cfg.Int("MAX_SOCIAL_DEPTH"),
-		CallTimeout: cfg.Duration("A2A_CALL_TIMEOUT"), Store: a.Store,
-		Log: a.Log.Named("a2a"), Registerer: a.metricsReg,
+	a.a2aTraces, a.a2aMetrics = a2aclient.NewTraces(), a2aclient.NewMetrics(a.metricsReg)
+	return a2aclient.New(a2aclient.Options{
+		Self: cfg.Persona.Info, Peers: peers, Token: cfg.String("AUTH_TOKEN"), MaxDepth: cfg.Int("MAX_SOCIAL_DEPTH"),
+		CallTimeout: cfg.Duration("A2A_CALL_TIMEOUT"), Audit: a.Store, Traces: a.a2aTraces, Metrics: a.a2aMetrics,
+		Log: a.Log.Named("a2a").Named("client"),
 	})
-	if err != nil {
-		return nil, err
-	}
-	a.a2a = svc // setupA2A attaches it to the engine once that exists
-	return svc.Tools(), nil
 }
 
-// setupA2A mounts POST /invoke, the agent card and GET /a2a/log, and
-// installs the A2A delegator on the engine.
-func (a *App) setupA2A(ctx context.Context) error {
-	svc := a.a2a
-	if svc == nil {
-		return errors.New("the A2A service was not built (a2aTools must run before setupA2A)")
+// mountA2A builds the incoming A2A side on the engine and mounts POST
+// /invoke, the agent card and GET /a2a/log.
+func (a *App) mountA2A(eng *engine.Engine) error {
+	cfg := a.Config
+	svc, err := a2aserver.New(a2aserver.Options{
+		Persona: cfg.Persona, Engine: eng, DisplayName: cfg.String("AGENT_DISPLAY_NAME"), Version: Version,
+		Token: cfg.String("AUTH_TOKEN"), MaxDepth: cfg.Int("MAX_SOCIAL_DEPTH"), Store: a.Store,
+		Traces: a.a2aTraces, Metrics: a.a2aMetrics, Log: a.Log.Named("a2a"),
+	})
+	if err != nil {
+		return err
 	}
-	svc.Attach(a.Engine)
+	a.a2a = svc
 	svc.Mount(a.Server.Router())
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/report"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
+	"github.com/kubecrew/kubecrew/services/agent/internal/a2aclient"
 	"github.com/kubecrew/kubecrew/services/agent/internal/a2aserver"
 	"github.com/kubecrew/kubecrew/services/agent/internal/builtin"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
@@ -78,6 +79,9 @@ type App struct {
 	Deliverer *report.Deliverer
 	forgeOK   bool
 	a2a       *a2aserver.Service
+
+	a2aTraces  *a2aclient.Traces
+	a2aMetrics *a2aclient.Metrics
 
 	closers []func()
 	httpSrv *http.Server
@@ -138,11 +142,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	// Built-ins every persona gets: load_skill, report_finding, memory_*,
 	// and the A2A verbs.
 	names := append([]string{}, builtin.Names...)
-	a2aTools, err := a.a2aTools()
+	a2aOut, err := a.newA2AClient()
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range a2aTools {
+	for _, t := range a2aOut.Tools() {
 		reg.Add(t)
 		names = append(names, t.Name())
 	}
@@ -204,7 +208,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	code := a.persona()
 	eng, err := engine.New(engine.Options{
 		Agent: p.Info, Persona: loadPersona, Tools: set, Model: model, ModelName: modelName,
-		Playbook: code.Playbook(), Backstop: code.Backstop(),
+		Playbook: code.Playbook(), Backstop: code.Backstop(), Delegator: a2aOut,
 		Store: st, Now: o.Now, MaxIterations: cfg.Int("AGENT_MAX_ITERATIONS"),
 		Temperature: float32(cfg.Float("AGENT_TEMPERATURE")), ToolOutputMax: cfg.Int("TOOL_OUTPUT_MAX_CHARS"),
 		MemoryMax: cfg.Int("MEMORY_MAX_CHARS"), SynthesisTimeout: cfg.Duration("SYNTHESIS_TIMEOUT"),
@@ -223,7 +227,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		Engine: eng, Store: st, Info: func() any { return a.info(set, modelName) }, Checks: checks,
 		Auth: httpauth.Tokens{Full: cfg.String("AUTH_TOKEN"), Read: cfg.String("AUTH_READ_TOKEN")}, Gatherer: a.Reg, Log: log.Named("http"),
 	})
-	if err := a.setupA2A(ctx); err != nil {
+	if err := a.mountA2A(eng); err != nil {
 		return nil, err
 	}
 	if err := a.setupPulse(ctx); err != nil {

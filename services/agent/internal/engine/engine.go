@@ -433,10 +433,6 @@ func deriveVerdict(o outcome, fs []api.Finding) string {
 // Agent returns the engine's persona identity.
 func (e *Engine) Agent() persona.Info { return e.opts.Agent }
 
-// SetDelegator installs the A2A delegator after construction (the A2A
-// client needs the engine's identity, the engine needs the client).
-func (e *Engine) SetDelegator(d Delegator) { e.opts.Delegator = d }
-
 // RunningDiscussion returns a run in flight that belongs to discussion id,
 // if any (A2A cycle detection: a discussion coming back to an agent already
 // working on it).

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/agents"
 	"github.com/kubecrew/kubecrew/pkg/persona"
-	"github.com/kubecrew/kubecrew/services/agent/internal/a2aserver"
+	"github.com/kubecrew/kubecrew/services/agent/internal/a2aclient"
 	"github.com/kubecrew/kubecrew/services/agent/internal/builtin"
 )
 
@@ -15,7 +15,7 @@ import (
 // calls by name is granted by its shipped agent.env or given to all.
 func TestEveryPersonaHasAHome(t *testing.T) {
 	t.Parallel()
-	everyone := append(append([]string{}, builtin.Names...), a2aserver.ToolAsk, a2aserver.ToolNotify, a2aserver.ToolDelegate)
+	everyone := append(append([]string{}, builtin.Names...), a2aclient.ToolAsk, a2aclient.ToolNotify, a2aclient.ToolDelegate)
 	for _, info := range persona.All {
 		t.Run(info.Name, func(t *testing.T) {
 			t.Parallel()

@@ -1,4 +1,4 @@
-package a2aserver
+package a2aclient
 
 import (
 	"context"
@@ -67,7 +67,7 @@ type delegateArgs struct {
 // Tools returns ask_agent, notify_agent and delegate_task. None of them is
 // mutating: they change nothing themselves; the receiving agent's own gates
 // decide what it may do.
-func (s *Service) Tools() []tools.Tool {
+func (s *Client) Tools() []tools.Tool {
 	fleet := agents()
 	return []tools.Tool{
 		tools.New(ToolAsk, "Ask another agent of the fleet a question and wait for its answer. Agents: "+fleet+".", false,
@@ -127,7 +127,7 @@ func (s *Service) Tools() []tools.Tool {
 
 // call sends one message from run r: depth, discussion and trace come from
 // the run; the trace records a2a_send.
-func (s *Service) call(ctx context.Context, r *engine.Run, verb a2a.Verb, to, text string, f *api.Finding) (a2a.Result, error) {
+func (s *Client) call(ctx context.Context, r *engine.Run, verb a2a.Verb, to, text string, f *api.Finding) (a2a.Result, error) {
 	if r == nil {
 		return a2a.Result{}, errNoRun
 	}
@@ -137,7 +137,7 @@ func (s *Service) call(ctx context.Context, r *engine.Run, verb a2a.Verb, to, te
 	}
 	call := a2a.Call{
 		To: to, Verb: verb, Text: text, Finding: f, RunDepth: r.Req.SocialDepth,
-		DiscussionID: discussion, TraceID: s.traceOf(r), CallerRunID: r.ID,
+		DiscussionID: discussion, TraceID: s.o.Traces.Of(r), CallerRunID: r.ID,
 	}
 	start := s.o.Now()
 	res, err := s.client.Send(ctx, call)
@@ -216,7 +216,7 @@ func delegation(to string, f *api.Finding, res a2a.Result, err error) api.Delega
 // Delegate implements engine.Delegator: the finding goes as the data part
 // {"finding": …} with the instruction as text, blocking up to
 // A2A_CALL_TIMEOUT; the callee's run id and answer come back.
-func (s *Service) Delegate(ctx context.Context, r *engine.Run, to string, f api.Finding, instruction string) api.Delegation {
+func (s *Client) Delegate(ctx context.Context, r *engine.Run, to string, f api.Finding, instruction string) api.Delegation {
 	nf, err := a2a.NormalizeFinding(f)
 	if err != nil {
 		return api.Delegation{To: to, Finding: f, Error: "not sent: " + err.Error()}
@@ -229,4 +229,4 @@ func (s *Service) Delegate(ctx context.Context, r *engine.Run, to string, f api.
 	return delegation(to, &nf, res, err)
 }
 
-var _ engine.Delegator = (*Service)(nil)
+var _ engine.Delegator = (*Client)(nil)
