@@ -123,11 +123,10 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 	a.stop = stop
 	a.disp = dispatch.New(a.client, d.Store, dispatch.Options{
 		Timeout: cfg.CallTimeout, Now: d.Now, Log: d.Log, Metrics: a.metrics,
-		OnDone: func(agent string) { a.pipe.Drain(bg, agent) },
 	})
 	a.pipe = pipeline.New(pipeline.Options{
 		Store: d.Store, Routes: routes, Starter: a.disp, Now: d.Now, NewID: d.NewID, Log: d.Log, Metrics: a.metrics,
-		StaleAfter: a.staleAfter(),
+		StaleAfter: a.staleAfter(), Background: bg,
 	})
 	a.handler = a.router()
 	// Before serving: reclaim what a previous process left running and

@@ -22,6 +22,10 @@ type Job struct {
 	Alertname       string
 	Task            string
 	Context         map[string]string
+	// Done, when set, is called with the agent after the outcome is
+	// recorded (the pipeline offers the freed slot to a queued alert); not
+	// once the dispatcher is closed.
+	Done func(agent string)
 }
 
 // Finisher records an investigation's outcome (store.Alerts).
@@ -40,9 +44,6 @@ type Options struct {
 	Now     func() time.Time
 	Log     *zap.Logger
 	Metrics *metrics.Metrics
-	// OnDone is called after an investigation is recorded, with its agent
-	// (the pipeline offers the freed slot to a queued alert).
-	OnDone func(agent string)
 }
 
 // Dispatcher runs investigations in the background: the webhook answer
@@ -127,7 +128,7 @@ func (d *Dispatcher) investigate(job Job) {
 		zap.Int("findings", len(inv.Findings)), zap.String("error", inv.Error))
 }
 
-// finish records the outcome, frees the slot and calls OnDone.
+// finish records the outcome, frees the slot and calls the job's Done.
 func (d *Dispatcher) finish(job Job, started time.Time, res api.RunResult, err error) store.Investigation {
 	finished := d.o.Now()
 	inv := store.Investigation{
@@ -174,8 +175,8 @@ func (d *Dispatcher) finish(job Job, started time.Time, res api.RunResult, err e
 	d.mu.Lock()
 	closed := d.closed
 	d.mu.Unlock()
-	if d.o.OnDone != nil && !closed {
-		d.o.OnDone(job.Agent)
+	if job.Done != nil && !closed {
+		job.Done(job.Agent)
 	}
 	return inv
 }

@@ -45,6 +45,9 @@ type Options struct {
 	// StaleAfter: an investigation older than this no longer blocks its
 	// alert (its core died mid-call). Typically 2 × AGENT_CALL_TIMEOUT.
 	StaleAfter time.Duration
+	// Background is the context of the drain that follows each finished
+	// investigation; cancelled at shutdown. Default: context.Background().
+	Background context.Context
 }
 
 // Pipeline decides and dispatches alerts.
@@ -68,6 +71,9 @@ func New(o Options) *Pipeline {
 	}
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)
+	}
+	if o.Background == nil {
+		o.Background = context.Background()
 	}
 	return &Pipeline{o: o, queue: newQueue(), drains: map[string]*sync.Mutex{}}
 }
@@ -190,8 +196,13 @@ func (p *Pipeline) start(d store.AlertDecision, a webhook.Alert) {
 			"alert":            AlertContext(a),
 			"investigation_id": d.InvestigationID,
 		},
+		Done: p.drainAfter,
 	})
 }
+
+// drainAfter offers the slot a finished investigation freed to agent's
+// queued alerts.
+func (p *Pipeline) drainAfter(agent string) { p.Drain(p.o.Background, agent) }
 
 func (p *Pipeline) drainLock(agent string) *sync.Mutex {
 	p.mu.Lock()
