@@ -145,6 +145,9 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 	if err := tools.Check(ctx, ActionPROpen); err != nil {
 		return nil, err
 	}
+	if err := tools.CheckTarget(ctx, req.Kind, req.Namespace, req.Name); err != nil {
+		return nil, err
+	}
 	if req.Namespace == "" || req.Kind == "" || req.Name == "" || req.Container == "" {
 		return nil, errors.New("namespace, kind, name and container are all required")
 	}

@@ -104,9 +104,13 @@ type patchBuilder func(ctx context.Context, obj runtime.Object) (types.PatchType
 
 // write is the one primitive through which kubecrew changes the cluster.
 // In order: the execution gate for k8s.rollout.<action> (whatever tool name
-// led here), a fresh read of the workload, the fleet guard, then the patch.
+// led here), the scope gate (an autonomous run changes only its delegated
+// workload), a fresh read of the workload, the fleet guard, then the patch.
 func (c *Client) write(ctx context.Context, action string, ref objectRef, build patchBuilder) (string, error) {
 	if err := tools.Check(ctx, tools.Action("k8s.rollout."+action)); err != nil {
+		return "", err
+	}
+	if err := tools.CheckTarget(ctx, ref.kind, ref.namespace, ref.name); err != nil {
 		return "", err
 	}
 	if err := c.avail(); err != nil {

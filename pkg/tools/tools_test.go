@@ -137,3 +137,28 @@ func TestCallRedacts(t *testing.T) {
 		t.Fatalf("error %q (%s), counts %v", res.Output, res.Outcome, res.Redacted)
 	}
 }
+
+func TestCheckTarget(t *testing.T) {
+	auto := tools.WithNoTarget(tools.WithMode(context.Background(), tools.ModeAutonomous))
+	scoped := tools.WithTarget(auto, tools.Target{Kind: "Deployment", Namespace: "shop", Name: "cart"})
+	for _, tc := range []struct {
+		name            string
+		ctx             context.Context
+		kind, ns, wname string
+		ok              bool
+	}{
+		{"interactive: anything", tools.WithMode(context.Background(), tools.ModeInteractive), "deployments", "kube-system", "coredns", true},
+		{"autonomous without a target: nothing", auto, "deployments", "shop", "cart", false},
+		{"the target, resource spelling", scoped, "deployments", "shop", "cart", true},
+		{"the target, kind spelling", scoped, "Deployment", "shop", "cart", true},
+		{"another workload", scoped, "deployments", "shop", "checkout", false},
+		{"another namespace", scoped, "deployments", "kubecrew", "cart", false},
+		{"another kind", scoped, "statefulsets", "shop", "cart", false},
+		{"not a run (no scope): unchecked", context.Background(), "deployments", "shop", "cart", true},
+	} {
+		err := tools.CheckTarget(tc.ctx, tc.kind, tc.ns, tc.wname)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, tools.ErrDenied)) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -236,6 +237,11 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 	runCtx, cancel := context.WithTimeoutCause(cancelCtx, e.opts.RunTimeout,
 		fmt.Errorf("run exceeded RUN_TIMEOUT (%s)", e.opts.RunTimeout))
 	runCtx = tools.WithMode(runCtx, mode)
+	if t, ok := delegatedTarget(req); ok {
+		runCtx = tools.WithTarget(runCtx, t)
+	} else {
+		runCtx = tools.WithNoTarget(runCtx)
+	}
 	runCtx = context.WithValue(runCtx, runKey{}, r)
 	e.metrics.inFlight.Inc()
 	go func() {
@@ -448,4 +454,19 @@ func (e *Engine) RunningDiscussion(id string) (*Run, bool) {
 		}
 	}
 	return nil, false
+}
+
+// delegatedTarget is the workload of the finding a run was delegated
+// (context.finding): the only one an autonomous run may change (the scope
+// gate, tools.CheckTarget).
+func delegatedTarget(req api.RunRequest) (tools.Target, bool) {
+	raw := req.Context[ContextFinding]
+	if raw == "" {
+		return tools.Target{}, false
+	}
+	var f api.Finding
+	if err := json.Unmarshal([]byte(raw), &f); err != nil || f.Kind == "" || f.Name == "" {
+		return tools.Target{}, false
+	}
+	return tools.Target{Kind: f.Kind, Namespace: f.Namespace, Name: f.Name}, true
 }
