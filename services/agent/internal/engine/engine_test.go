@@ -184,7 +184,7 @@ func TestToolCallResultAnswer(t *testing.T) {
 	// The second request carries the tool result for call c1.
 	msgs := reqs[1].Request.Messages
 	last := msgs[len(msgs)-1]
-	if last.Role != "tool" || last.ToolCallID != "c1" || last.Content != "echo: hello" {
+	if last.Role != "tool" || last.ToolCallID != "c1" || last.Content != "<tool_output tool=\"echo\">\necho: hello\n</tool_output>" {
 		t.Errorf("tool message = %+v", last)
 	}
 	// The synthesis call asks for a strict JSON schema and is sent no tools.
@@ -225,7 +225,7 @@ func TestToolErrorsReachTheModelAndTheRunContinues(t *testing.T) {
 		}
 	}
 	for id, want := range map[string]string{"a": "ERROR: unknown tool \"kubectl_delete\"", "b": "ERROR: invalid arguments", "c": "ERROR: invalid arguments: unknown field \"txt\""} {
-		if !strings.HasPrefix(got[id], want) {
+		if !strings.Contains(got[id], ">\n"+want) {
 			t.Errorf("tool %s answered %q, want prefix %q", id, got[id], want)
 		}
 	}

@@ -57,7 +57,7 @@ func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
 		for _, tc := range msg.ToolCalls {
 			out, _ := r.CallTool(ctx, tc.ID, tc.Function.Name, json.RawMessage(tc.Function.Arguments))
 			msgs = append(msgs, openai.ChatCompletionMessage{
-				Role: openai.ChatMessageRoleTool, Content: out, ToolCallID: tc.ID, Name: tc.Function.Name,
+				Role: openai.ChatMessageRoleTool, Content: FrameToolOutput(tc.Function.Name, out), ToolCallID: tc.ID, Name: tc.Function.Name,
 			})
 		}
 		if ctx.Err() != nil {
