@@ -35,20 +35,11 @@ type Page struct {
 	Title string
 	Intro []string
 	Runs  []Run
+	// Outcome, when set, opens the page (see Conclude).
+	Outcome *Outcome
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"dot": func(sev string) string {
-		switch sev {
-		case api.SeverityCritical:
-			return "🔴"
-		case api.SeverityHigh:
-			return "🟠"
-		case api.SeverityMedium:
-			return "🟡"
-		}
-		return "🔵"
-	},
 	"ts": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -64,8 +55,14 @@ table{border-collapse:collapse}td,th{padding:.2rem .6rem;text-align:left;border-
 details{border-left:3px solid #ccd;margin:.25rem 0;padding-left:.6rem}
 details.guard_denied{border-color:#c5221f;background:#fdecea}
 summary{cursor:pointer}.t{color:#777;font-family:monospace}
+.sev{font-weight:bold;text-transform:uppercase;font-size:.85em}.sev-critical{color:#c5221f}.sev-high{color:#b06000}.sev-medium{color:#8a6d00}.sev-low{color:#1a5fb4}
+.outcome{border:2px solid #445;border-radius:6px;padding:.6rem .9rem;margin:.8rem 0 1.2rem}
+.outcome-merged,.outcome-done{border-color:#137333}.outcome-failed,.outcome-refused{border-color:#c5221f}.outcome-open{border-color:#b06000}
 </style></head><body>
 <h1>{{.Title}}</h1>
+{{with .Outcome}}<div class="outcome outcome-{{.State}}"><b>Outcome: {{.Headline}}</b>
+{{if .Link}}<div>{{if .Openable}}<a href="{{.Link}}">{{.Link}}</a>{{else}}<code>{{.Link}}</code>{{end}}</div>{{end}}
+{{range .Lines}}<div class="meta">{{.}}</div>{{end}}</div>{{end}}
 {{range .Intro}}<div class="meta">{{.}}</div>{{end}}
 {{range .Runs}}
 <h2>{{.AgentName}} — run <code>{{.RunID}}</code></h2>
@@ -77,7 +74,7 @@ summary{cursor:pointer}.t{color:#777;font-family:monospace}
 <h3>Answer</h3><pre>{{.Answer}}</pre>
 <h3>Findings ({{len .Findings}})</h3>
 {{if .Findings}}<table><tr><th></th><th>object</th><th>reason</th><th>detail</th><th>remediation</th></tr>
-{{range .Findings}}<tr><td>{{dot .Severity}} {{.Severity}}</td><td>{{.Namespace}}/{{.Kind}}/{{.Name}}{{if .Container}} ({{.Container}}){{end}}</td><td>{{.Reason}}</td><td>{{.Detail}}</td><td>{{.Remediation}}{{if .Remediable}} (remediable){{end}}</td></tr>
+{{range .Findings}}<tr><td class="sev sev-{{.Severity}}">{{.Severity}}</td><td>{{.Namespace}}/{{.Kind}}/{{.Name}}{{if .Container}} ({{.Container}}){{end}}</td><td>{{.Reason}}</td><td>{{.Detail}}</td><td>{{.Remediation}}{{if .Remediable}} (remediable){{end}}</td></tr>
 {{end}}</table>{{else}}<p>None.</p>{{end}}
 {{with .Delegation}}<h3>Delegation</h3><p>To <b>{{.To}}</b>: {{.Finding.Key}} — {{if .Sent}}sent{{if .RunID}}, their run <code>{{.RunID}}</code>{{end}}{{else}}not sent{{end}}{{if .Error}} — {{.Error}}{{end}}</p>{{if .Result}}<pre>{{.Result}}</pre>{{end}}{{end}}
 <h3>Tool calls</h3>
@@ -119,10 +116,11 @@ func Render(p Page) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	err := page.Execute(&b, struct {
-		Title string
-		Intro []string
-		Runs  []runView
-	}{p.Title, p.Intro, views})
+		Title   string
+		Intro   []string
+		Runs    []runView
+		Outcome *Outcome
+	}{p.Title, p.Intro, views, p.Outcome})
 	if err != nil {
 		return nil, err
 	}
@@ -218,8 +216,14 @@ func summarize(typ string, m map[string]any) string {
 		return "from " + str("endpoint")
 	case "run_finish":
 		return str("status")
-	case "a2a_send", "a2a_received":
-		return fmt.Sprintf("%v %v", m["verb"], m["callee"])
+	case "a2a_send":
+		s := fmt.Sprintf("%s → %s: %s", str("verb"), str("to"), str("outcome"))
+		if e := str("error"); e != "" {
+			s += " — " + e
+		}
+		return s
+	case "a2a_received":
+		return fmt.Sprintf("%s from %s", str("verb"), str("caller"))
 	}
 	return ""
 }

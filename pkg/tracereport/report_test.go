@@ -2,11 +2,13 @@ package tracereport_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tracereport"
 )
@@ -44,7 +46,7 @@ func TestReportIsSelfContainedEscapedAndHighlightsDenials(t *testing.T) {
 			t.Errorf("page contains %q (unescaped payload or an external asset)", bad)
 		}
 	}
-	for _, want := range []string{"&lt;script&gt;", "1.5s", "🔴 critical", `<details class="guard_denied">`, "1 guard denial(s)",
+	for _, want := range []string{"&lt;script&gt;", "1.5s", `<td class="sev sev-critical">critical</td>`, `<details class="guard_denied">`, "1 guard denial(s)",
 		"execution gate refused k8s_rollout", "<td>k8s_rollout</td><td>1</td><td>0</td><td>1</td>", "<td>cluster_problems</td><td>1</td><td>0</td><td>0</td>",
 		"Timeline (7 events)", "sol — run <code>r2</code>", "Could not read this run: agent down"} {
 		if !strings.Contains(html, want) {
@@ -68,5 +70,41 @@ func TestLinksFollowA2ASendsAndTheDelegation(t *testing.T) {
 	want := []tracereport.Link{{Agent: "k8s-engineer", RunID: "sol-1"}, {Agent: "code-reviewer", RunID: "vera-1"}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("Links = %+v, want %+v", got, want)
+	}
+}
+
+func TestConcludeSaysWhatCameOfIt(t *testing.T) {
+	tool := func(name, output string) store.Event {
+		raw, _ := json.Marshal(map[string]string{"name": name, "outcome": "ok", "output": output})
+		return store.Event{Type: "tool_result", Data: raw}
+	}
+	opened := tool(gitops.ToolBumpWorkloadMemory, "Opened PR #3: file:///tmp/run/gitops.git#pull/3\nbranch: agent/fix/x\n")
+	noor := tracereport.Run{AgentName: "Noor", RunResult: api.RunResult{Status: "completed", Verdict: "healthy"}}
+	for _, tt := range []struct {
+		name string
+		runs []tracereport.Run
+		want []string
+	}{
+		{"merged on a local repository", []tracereport.Run{noor, {AgentName: "Sol", Trace: []store.Event{opened}},
+			{AgentName: "Vera", Trace: []store.Event{tool(gitops.ToolMergeIfTrivial, "MERGED PR #3: memory limit 32Mi -> 48Mi is now on main.")}}},
+			[]string{"merged", "merged — PR #3 merged by Vera: memory limit 32Mi -> 48Mi is now on main", "PR #3 opened by Sol on branch agent/fix/x",
+				"git --git-dir=/tmp/run/gitops.git show agent/fix/x", "false"}},
+		{"left open", []tracereport.Run{noor, {AgentName: "Sol", Trace: []store.Event{opened}},
+			{AgentName: "Vera", Trace: []store.Event{tool(gitops.ToolMergeIfTrivial, "NOT MERGED — PR #3 stays open for a human: two lines changed")}}},
+			[]string{"open", "PR #3 left open for a person: two lines changed"}},
+		{"delegation refused", []tracereport.Run{{AgentName: "Noor", RunResult: api.RunResult{Status: "completed",
+			Delegation: &api.Delegation{To: "k8s-engineer", Error: "refused: settle window"}}}},
+			[]string{"refused", "Noor's delegation to k8s-engineer did not succeed: refused: settle window"}},
+		{"nothing to do", []tracereport.Run{noor}, []string{"done", "Noor's run completed, verdict healthy, 0 finding(s)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tracereport.Conclude(tt.runs)
+			got := fmt.Sprintf("%s | %s | %s | %v | %v", o.State, o.Headline, o.Link, o.Openable, o.Lines)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("outcome %s lacks %q", got, w)
+				}
+			}
+		})
 	}
 }

@@ -263,7 +263,7 @@ func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {
 		want []string
 	}{
 		{f.URL("noor") + "/runs/" + inv.RunID + "/report", []string{"Timeline (", "cluster_problems", "a2a_send", "kubecrew-fixtures/Deployment/oomkill"}},
-		{f.Core + "/api/v1/investigations/" + inv.ID + "/report", []string{"platform-sre — run", "k8s-engineer — run", "code-reviewer — run", "bump_workload_memory", "merge_if_trivial"}},
+		{f.Core + "/api/v1/investigations/" + inv.ID + "/report", []string{"Outcome: merged — PR #1 merged by code-reviewer", "git --git-dir=", "platform-sre — run", "k8s-engineer — run", "code-reviewer — run", "bump_workload_memory", "merge_if_trivial"}},
 	} {
 		page, code := pageOf(ctx, c.url)
 		if code != http.StatusOK {

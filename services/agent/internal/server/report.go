@@ -15,10 +15,10 @@ func (s *Server) getReport(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := s.d.Engine.Agent().Name
+	runs := []tracereport.Run{{RunResult: ResultOf(rec), AgentName: name, Task: rec.Task,
+		Caller: rec.Caller, SocialDepth: rec.SocialDepth, Trace: evs}}
 	page, err := tracereport.Render(tracereport.Page{
-		Title: fmt.Sprintf("%s run %s", name, rec.ID),
-		Runs: []tracereport.Run{{RunResult: ResultOf(rec), AgentName: name, Task: rec.Task,
-			Caller: rec.Caller, SocialDepth: rec.SocialDepth, Trace: evs}},
+		Title: fmt.Sprintf("%s run %s", name, rec.ID), Runs: runs, Outcome: tracereport.Conclude(runs),
 	})
 	if err != nil {
 		WriteError(w, http.StatusInternalServerError, "rendering: "+err.Error())

@@ -60,6 +60,7 @@ func (s *server) investigationReport(w http.ResponseWriter, r *http.Request) {
 	reader, _ := s.Agents.(RunReader)
 	if reader != nil && inv.RunID != "" {
 		page.Runs = s.followChain(r.Context(), reader, tracereport.Link{Agent: inv.Agent, RunID: inv.RunID})
+		page.Outcome = tracereport.Conclude(page.Runs)
 	}
 	html, err := tracereport.Render(page)
 	if err != nil {

@@ -67,7 +67,15 @@ func TestInvestigationReportFollowsTheChain(t *testing.T) {
 			"delegation": map[string]any{"to": "k8s-engineer", "run_id": "sol-1", "sent": true, "finding": map[string]string{"key": "k"}},
 			"trace":      []store.Event{ev("a2a_send", map[string]string{"to": "k8s-engineer", "callee_run_id": "sol-1"})}},
 		"k8s-engineer/sol-1": {"run_id": "sol-1", "status": "completed", "task": "fix it", "answer": "opened PR #1",
-			"trace": []store.Event{ev("a2a_send", map[string]string{"to": "code-reviewer", "callee_run_id": "vera-1"})}},
+			"findings": []kapi.Finding{{Severity: "critical", Kind: "Deployment", Namespace: "f", Name: "oomkill", Reason: "OOMKilled"}},
+			"trace": []store.Event{
+				ev("tool_result", map[string]string{"name": "bump_workload_memory", "outcome": "ok",
+					"output": "Opened PR #1: https://github.com/acme/gitops/pull/1\nbranch: agent/fix/f-oomkill\nfile: apps/f.yaml\n"}),
+				ev("a2a_send", map[string]string{"verb": "notify", "to": "code-reviewer", "callee_run_id": "vera-1", "outcome": "accepted"}),
+			}},
+		"code-reviewer/vera-1": {"run_id": "vera-1", "status": "completed", "task": "review", "verdict": "approve",
+			"trace": []store.Event{ev("tool_result", map[string]string{"name": "merge_if_trivial", "outcome": "ok",
+				"output": "MERGED PR #1: memory limit 32Mi -> 48Mi is now on main."})}},
 	}}
 	r := chi.NewRouter()
 	Routes(r, Deps{Store: st, Agents: agents, Resolve: func(n string) (string, bool) { return n, true }})
@@ -85,10 +93,21 @@ func TestInvestigationReportFollowsTheChain(t *testing.T) {
 	}
 	for _, want := range []string{"Investigation inv1 — KubePodOOMKilled", "platform-sre — run <code>noor-1</code>",
 		"k8s-engineer — run <code>sol-1</code>", "opened PR #1", "code-reviewer — run <code>vera-1</code>",
-		"Could not read this run", "triage &lt;oomkill&gt;"} {
+		"triage &lt;oomkill&gt;", `<td class="sev sev-critical">critical</td>`, "notify → code-reviewer: accepted"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+	// The page opens with the outcome: merged, by whom, the link.
+	outcome := html[strings.Index(html, "<h1>"):strings.Index(html, "<h2>")]
+	for _, want := range []string{"Outcome: merged — PR #1 merged by code-reviewer: memory limit 32Mi -&gt; 48Mi is now on main",
+		`<a href="https://github.com/acme/gitops/pull/1">`, "PR #1 opened by k8s-engineer on branch agent/fix/f-oomkill"} {
+		if !strings.Contains(outcome, want) {
+			t.Errorf("the top of the page lacks %q:\n%s", want, outcome)
+		}
+	}
+	if strings.Contains(html, "&lt;nil&gt;") || strings.Contains(html, "<nil>") {
+		t.Error("the page shows <nil>")
 	}
 	if resp, _ := http.Get(srv.URL + "/api/v1/investigations/nope/report"); resp.StatusCode != 404 {
 		t.Errorf("unknown investigation = %d", resp.StatusCode)
