@@ -26,8 +26,8 @@ e2e: build ## the whole loop headless on a sandbox API server; exits 0 only when
 test: ## the whole suite: unit, Postgres, kube-apiserver, Alertmanager tiers (installs what it needs)
 	hack/test.sh
 
-run: build ## sandbox cluster + the whole fleet + one OOMKill incident to a merged PR; stays up until Ctrl-C
-	hack/run.sh
+run: build ## sandbox cluster + the whole fleet + one OOMKill incident to a merged PR; stays up until Ctrl-C (CORE_PORT=8080 AGENT_PORT=8001, 0 = any free)
+	hack/run.sh $(if $(CORE_PORT),-core-port=$(CORE_PORT)) $(if $(AGENT_PORT),-agent-port=$(AGENT_PORT)) $(RUN_ARGS)
 
 checkdeps: ## fail when shared dependencies differ between modules, or a module does not build alone
 	hack/checkdeps.sh --build

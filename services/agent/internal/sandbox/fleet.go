@@ -191,7 +191,7 @@ func portsFree(host string, ports []int) error {
 	for _, p := range ports {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
 		if err != nil {
-			return fmt.Errorf("port %d is taken (another `make run`? stop it, or pick other ports with -core-port/-agent-port): %w", p, err)
+			return fmt.Errorf("port %d is taken (another `make run`? stop it, or pick other ports: make run CORE_PORT=9080 AGENT_PORT=9001, or 0 for any free ones): %w", p, err)
 		}
 		l.Close()
 	}

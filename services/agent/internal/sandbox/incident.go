@@ -82,6 +82,9 @@ type Outcome struct {
 	MergedAfter   time.Duration
 	ReportURL     string
 	ReportStatus  int
+	// ChainURL is the core's page of the whole chain (Noor → Sol → Vera).
+	ChainURL    string
+	ChainStatus int
 }
 
 // IncidentConfig says where the incident happens.
@@ -347,6 +350,8 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 	// 6. The incident report page, if the agent serves one.
 	o.ReportURL = noor + "/runs/" + o.NoorRun.RunID + "/report"
 	o.ReportStatus = statusOf(ctx, o.ReportURL)
+	o.ChainURL = f.Core + "/api/v1/investigations/" + o.Investigation.ID + "/report"
+	o.ChainStatus = statusOf(ctx, o.ChainURL)
 	return o, nil
 }
 

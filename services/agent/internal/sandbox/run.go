@@ -71,6 +71,20 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 			return fmt.Errorf("%s/%s missing: run `make build` first (%w)", o.BinDir, b, err)
 		}
 	}
+	// Fixed ports are checked before anything starts: a taken one must not
+	// cost a cluster start (the fleet checks again when it binds).
+	var fixed []int
+	if o.CorePort != 0 {
+		fixed = append(fixed, o.CorePort)
+	}
+	for i := range Personas {
+		if o.AgentPort != 0 {
+			fixed = append(fixed, o.AgentPort+i)
+		}
+	}
+	if err := portsFree("127.0.0.1", fixed); err != nil {
+		return err
+	}
 	autoDir := o.RunDir == ""
 	if autoDir {
 		if o.RunDir, err = os.MkdirTemp("", "kubecrew-run."); err != nil {

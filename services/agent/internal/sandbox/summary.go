@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/persona"
@@ -20,12 +21,34 @@ func summary(out io.Writer, f *Fleet, o *Outcome, err error, started time.Time) 
 	p("done: alert → dispatched → %d findings → delegated to Sol → PR #%d (+%d/−%d) → %s by %s → merged",
 		len(o.Investigation.Findings), o.PR.Number, o.Plus, o.Minus, lastVerdict(o), lastReviewer(o))
 	p("alert to merge: %.1fs; start to merge: %.1fs", o.MergedAfter.Seconds(), time.Since(started).Seconds())
+	if o.ChainStatus == http.StatusOK {
+		p("chain report (the outcome first, then Noor → Sol → Vera, HTML): %s", o.ChainURL)
+	} else {
+		p("chain report: %s (this core answers %d)", o.ChainURL, o.ChainStatus)
+	}
 	switch o.ReportStatus {
 	case http.StatusOK:
 		p("incident report (Noor's run, HTML): %s", o.ReportURL)
 	default:
 		p("incident report: %s (this agent build answers %d)", o.ReportURL, o.ReportStatus)
 	}
+	if repo := localRepoOf(o.PR.URL); repo != "" && o.PR.Branch != "" {
+		p("the PR's branch (a local git repository, no web page): git --git-dir=%s show %s", repo, o.PR.Branch)
+		p("                 and main after the merge:          git --git-dir=%s log --oneline -3 main", repo)
+	} else if o.PR.URL != "" {
+		p("the PR: %s (branch %s)", o.PR.URL, o.PR.Branch)
+	}
+}
+
+// localRepoOf is the repository path of a local forge's PR URL
+// (file:///path/gitops.git#pull/1), or "".
+func localRepoOf(u string) string {
+	p, ok := strings.CutPrefix(u, "file://")
+	if !ok {
+		return ""
+	}
+	p, _, _ = strings.Cut(p, "#")
+	return p
 }
 
 func lastVerdict(o *Outcome) string {
@@ -66,6 +89,9 @@ func tryIt(out io.Writer, f *Fleet, o *Outcome, m mode) {
 		lines = append(lines,
 			fmt.Sprintf("curl -s %s/runs/%s | jq '{status, verdict, delegation}'", noor, o.NoorRun.RunID),
 			fmt.Sprintf("open %s/runs/%s/report   # the incident as a page", noor, o.NoorRun.RunID))
+	}
+	if o != nil && o.ChainURL != "" {
+		lines = append(lines, fmt.Sprintf("open %s   # the chain: outcome, then every agent's run", o.ChainURL))
 	}
 	for _, l := range lines {
 		fmt.Fprintf(out, "    %s\n", l)

@@ -1,8 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -243,5 +248,51 @@ func TestSimMissing(t *testing.T) {
 		if got := strings.Join(SimMissing(tc.problems), ","); got != tc.want {
 			t.Errorf("%s: SimMissing = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A taken port is found before the cluster starts, and the error says how
+// to pick others through make.
+func TestTakenPortRefusedBeforeTheCluster(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	held := l.Addr().(*net.TCPAddr).Port
+	bin := t.TempDir()
+	for _, b := range []string{"agent", "core"} {
+		if err := os.WriteFile(filepath.Join(bin, b), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	ctx := context.Background()
+	err = Run(ctx, ctx, Options{BinDir: bin, RunDir: t.TempDir(), CorePort: held, Tier: TierSim}, &out)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("port %d is taken", held)) || !strings.Contains(err.Error(), "make run CORE_PORT=") {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(out.String(), "sandbox") || strings.Contains(out.String(), "testenv") {
+		t.Errorf("something started before the port check:\n%s", out.String())
+	}
+}
+
+// make run passes its port settings on: make run CORE_PORT=9090 AGENT_PORT=9001.
+func TestMakeRunTakesPorts(t *testing.T) {
+	root, err := kubetest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	cmd := exec.Command("make", "-n", "run", "CORE_PORT=9090", "AGENT_PORT=9001")
+	cmd.Dir = root
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), "hack/run.sh -core-port=9090 -agent-port=9001") {
+		t.Errorf("make -n run CORE_PORT=9090 AGENT_PORT=9001 does not pass the ports:\n%s", b)
 	}
 }
