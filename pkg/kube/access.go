@@ -80,7 +80,7 @@ type Need struct {
 }
 
 // NeedsOf returns what the named tools need from the API server, one entry
-// per permission, in a stable order. Tools that are not cluster tools are
+// per permission, those most tools need first. Tools that are not cluster tools are
 // ignored; no cluster tool at all gives nil.
 func NeedsOf(toolNames []string) []Need {
 	by := map[Access][]string{}
@@ -96,11 +96,13 @@ func NeedsOf(toolNames []string) []Need {
 		sort.Strings(ts)
 		out = append(out, Need{Access: a, Tools: ts})
 	}
+	// The permissions most tools need first: a summary of what is denied
+	// then names the ones that matter (list pods, list events) first.
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Verb != out[j].Verb {
-			return out[i].Verb < out[j].Verb
+		if len(out[i].Tools) != len(out[j].Tools) {
+			return len(out[i].Tools) > len(out[j].Tools)
 		}
-		return out[i].String() < out[j].String()
+		return out[i].String() > out[j].String() // list before get
 	})
 	if len(out) == 0 {
 		return nil

@@ -27,8 +27,10 @@ type Outcome struct {
 var (
 	openedRe = regexp.MustCompile(`(?m)^(?:Opened PR|PR) #(\d+): (\S+)`)
 	branchRe = regexp.MustCompile(`(?m)^branch: (\S+)`)
-	mergedRe = regexp.MustCompile(`^MERGED PR #(\d+): (.*)`)
-	notMerRe = regexp.MustCompile(`^NOT MERGED — PR #(\d+) stays open for a human: (.*)`)
+	// the tool's answer ("MERGED PR #1: memory limit …") and the
+	// deterministic playbook's ("merged #1 (32Mi → 48Mi)")
+	mergedRe = regexp.MustCompile(`^(?:MERGED PR|merged) #(\d+):? \(?(.*?)\)?$`)
+	notMerRe = regexp.MustCompile(`^(?:NOT MERGED — PR #(\d+) stays open for a human|left for a human): (.*)`)
 )
 
 // Conclude reads the chain's runs (the first is the one that started it)
@@ -62,7 +64,10 @@ func Conclude(runs []Run) *Outcome {
 				if g := mergedRe.FindStringSubmatch(m.Output); g != nil {
 					prNum, merged, mergedBy = g[1], strings.TrimSuffix(g[2], "."), r.AgentName
 				} else if g := notMerRe.FindStringSubmatch(m.Output); g != nil {
-					prNum, notMerged = g[1], g[2]
+					notMerged = g[2]
+					if g[1] != "" {
+						prNum = g[1]
+					}
 				}
 			}
 		}

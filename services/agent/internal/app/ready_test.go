@@ -74,7 +74,7 @@ func TestReadyForbiddenIdentityOnRealAPIServer(t *testing.T) {
 		t.Fatalf("/ready = %d, ready %v; want 503", code, r.Ready)
 	}
 	msg := failing(t, r, "cluster")
-	for _, want := range []string{"forbidden", kubetest.LimitedUser, "get configmaps", "permissions the tools need", "cluster_problems"} {
+	for _, want := range []string{"forbidden", kubetest.LimitedUser, "may not list pods", "permissions the tools need", "cluster_problems"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("cluster failure %q does not say %q", msg, want)
 		}
