@@ -12,14 +12,27 @@ import (
 // one must not start.
 var ErrNoForge = errors.New("no GitOps repository configured (GITOPS_FORGE, GITOPS_REPO)")
 
+// ForgeSettings name a GitOps repository: Kind github|local, Repo
+// (owner/name or a local repository path), Branch (default main), and for
+// GitHub a token and an API base.
+type ForgeSettings struct {
+	Kind, Repo, Branch        string
+	GitHubToken, GitHubAPIURL string
+}
+
 // ForgeFromEnv builds the forge named by the agent environment
-// (ARCHITECTURE §10): GITOPS_FORGE github|local, GITOPS_REPO (owner/name or
-// a local repository path), GITOPS_BRANCH (default main), GITHUB_TOKEN,
-// GITHUB_API_URL. getenv is os.Getenv in production.
+// (README.md, GitOps): GITOPS_FORGE, GITOPS_REPO, GITOPS_BRANCH,
+// GITHUB_TOKEN, GITHUB_API_URL. getenv is os.Getenv in production.
 func ForgeFromEnv(getenv func(string) string, httpClient *http.Client) (Forge, error) {
-	kind := strings.ToLower(strings.TrimSpace(getenv("GITOPS_FORGE")))
-	repo := strings.TrimSpace(getenv("GITOPS_REPO"))
-	branch := strings.TrimSpace(getenv("GITOPS_BRANCH"))
+	return NewForge(ForgeSettings{Kind: getenv("GITOPS_FORGE"), Repo: getenv("GITOPS_REPO"), Branch: getenv("GITOPS_BRANCH"),
+		GitHubToken: getenv("GITHUB_TOKEN"), GitHubAPIURL: getenv("GITHUB_API_URL")}, httpClient)
+}
+
+// NewForge builds the forge s names; ErrNoForge when it names none.
+func NewForge(s ForgeSettings, httpClient *http.Client) (Forge, error) {
+	kind := strings.ToLower(strings.TrimSpace(s.Kind))
+	repo := strings.TrimSpace(s.Repo)
+	branch := strings.TrimSpace(s.Branch)
 	if branch == "" {
 		branch = "main"
 	}
@@ -37,7 +50,7 @@ func ForgeFromEnv(getenv func(string) string, httpClient *http.Client) (Forge, e
 		if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 			return nil, fmt.Errorf("GITOPS_REPO=%q: want owner/name for the github forge", repo)
 		}
-		return NewGitHub(owner, name, branch, getenv("GITHUB_TOKEN"), strings.TrimSpace(getenv("GITHUB_API_URL")), httpClient)
+		return NewGitHub(owner, name, branch, s.GitHubToken, strings.TrimSpace(s.GitHubAPIURL), httpClient)
 	case "":
 		return nil, errors.New("GITOPS_REPO is set but GITOPS_FORGE is not: set it to github or local")
 	}

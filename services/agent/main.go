@@ -32,20 +32,20 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "agent: configuration error: %v\n", err)
 		return 1
 	}
-	log := NewLogger(stderr, cfg.String("LOG_LEVEL"))
+	log := NewLogger(stderr, cfg.LogLevel)
 	defer func() { _ = log.Sync() }()
 	a, err := app.New(ctx, cfg, app.Options{Log: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "agent: start-up error: %v\n", err)
 		return 1
 	}
-	l, err := net.Listen("tcp", cfg.String("LISTEN_ADDR"))
+	l, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
-		fmt.Fprintf(stderr, "agent: LISTEN_ADDR %s: %v\n", cfg.String("LISTEN_ADDR"), err)
+		fmt.Fprintf(stderr, "agent: LISTEN_ADDR %s: %v\n", cfg.ListenAddr, err)
 		return 1
 	}
 	log.Info("agent listening", zap.String("addr", l.Addr().String()), zap.String("persona", cfg.Persona.Name),
-		zap.String("slug", cfg.Persona.Slug), zap.String("model", cfg.String("AGENT_MODEL")), zap.String("store", a.Store.Kind()))
+		zap.String("slug", cfg.Persona.Slug), zap.String("model", cfg.Model), zap.String("store", a.Store.Kind()))
 	errc := make(chan error, 1)
 	go func() { errc <- a.Serve(l) }()
 	select {

@@ -12,18 +12,14 @@ import (
 // into the registry and it is the engine's Delegator.
 func (a *App) newA2AClient() (*a2aclient.Client, error) {
 	cfg := a.Config
-	static, err := cfg.Peers()
-	if err != nil {
-		return nil, err
-	}
-	peers, err := a2a.NewPeers(static, cfg.String("PEER_URL_TEMPLATE"), cfg.String("AGENT_NAMESPACE"), cfg.Persona.Slug)
+	peers, err := a2a.NewPeers(cfg.StaticPeers, cfg.PeerURLTemplate, cfg.Namespace, cfg.Persona.Slug)
 	if err != nil {
 		return nil, err
 	}
 	a.a2aTraces, a.a2aMetrics = a2aclient.NewTraces(), a2aclient.NewMetrics(a.metricsReg)
 	return a2aclient.New(a2aclient.Options{
-		Self: cfg.Persona.Info, Peers: peers, Token: cfg.String("AUTH_TOKEN"), MaxDepth: cfg.Int("MAX_SOCIAL_DEPTH"),
-		CallTimeout: cfg.Duration("A2A_CALL_TIMEOUT"), Audit: a.Store, Traces: a.a2aTraces, Metrics: a.a2aMetrics,
+		Self: cfg.Persona.Info, Peers: peers, Token: cfg.AuthToken, MaxDepth: cfg.MaxSocialDepth,
+		CallTimeout: cfg.A2ACallTimeout, Audit: a.Store, Traces: a.a2aTraces, Metrics: a.a2aMetrics,
 		Log: a.Log.Named("a2a").Named("client"),
 	})
 }
@@ -33,8 +29,8 @@ func (a *App) newA2AClient() (*a2aclient.Client, error) {
 func (a *App) mountA2A(eng *engine.Engine) error {
 	cfg := a.Config
 	svc, err := a2aserver.New(a2aserver.Options{
-		Persona: cfg.Persona, Engine: eng, DisplayName: cfg.String("AGENT_DISPLAY_NAME"), Version: Version,
-		Token: cfg.String("AUTH_TOKEN"), MaxDepth: cfg.Int("MAX_SOCIAL_DEPTH"), Store: a.Store,
+		Persona: cfg.Persona, Engine: eng, DisplayName: cfg.DisplayName, Version: Version,
+		Token: cfg.AuthToken, MaxDepth: cfg.MaxSocialDepth, Store: a.Store,
 		Traces: a.a2aTraces, Metrics: a.a2aMetrics, Log: a.Log.Named("a2a"),
 	})
 	if err != nil {

@@ -111,7 +111,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 
 	st := o.Store
 	if st == nil {
-		sw, closeStore, err := openStore(ctx, cfg.String("DATABASE_URL"), log.Named("store"))
+		sw, closeStore, err := openStore(ctx, cfg.DatabaseURL, log.Named("store"))
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	go func() {
 		defer close(retained)
-		store.Retain(a.bg, st, store.AgentData, cfg.Retention(), time.Minute, now, log.Named("retention"))
+		store.Retain(a.bg, st, store.AgentData, cfg.Retention, time.Minute, now, log.Named("retention"))
 	}()
 	a.closers = append(a.closers, func() { <-retained })
 
@@ -150,7 +150,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		reg.Add(t)
 		names = append(names, t.Name())
 	}
-	names = append(names, cfg.List("AGENT_TOOLS")...)
+	names = append(names, cfg.Tools...)
 	set, err := reg.Resolve(names)
 	if err != nil {
 		var ute *tools.UnknownToolError
@@ -170,16 +170,16 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	var llmClient *llm.Client
 	modelName := "none"
 	if !cfg.Deterministic() {
-		eps := []llm.Endpoint{{Name: "primary", BaseURL: cfg.String("LLM_BASE_URL"), APIKey: cfg.String("LLM_API_KEY"), Model: cfg.String("AGENT_MODEL")}}
-		if fb := cfg.String("LLM_FALLBACK_BASE_URL"); fb != "" {
-			fm := cfg.String("LLM_FALLBACK_MODEL")
+		eps := []llm.Endpoint{{Name: "primary", BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.Model}}
+		if fb := cfg.LLMFallbackBaseURL; fb != "" {
+			fm := cfg.LLMFallbackModel
 			if fm == "" {
-				fm = cfg.String("AGENT_MODEL")
+				fm = cfg.Model
 			}
-			eps = append(eps, llm.Endpoint{Name: "fallback", BaseURL: fb, APIKey: cfg.String("LLM_FALLBACK_API_KEY"), Model: fm})
+			eps = append(eps, llm.Endpoint{Name: "fallback", BaseURL: fb, APIKey: cfg.LLMFallbackAPIKey, Model: fm})
 		}
 		c, err := llm.New(llm.Config{
-			Endpoints: eps, Timeout: cfg.Duration("LLM_TIMEOUT"), Temperature: float32(cfg.Float("AGENT_TEMPERATURE")),
+			Endpoints: eps, Timeout: cfg.LLMTimeout, Temperature: float32(cfg.Temperature),
 			Logger: log.Named("llm"),
 			Observe: func(endpoint, outcome string, _ time.Duration) {
 				metrics.ObserveModel(endpoint, outcome)
@@ -195,10 +195,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			names = append(names, e.Name)
 		}
 		metrics.InitModel(names, []string{llm.OutcomeOK, llm.KindTimeout, llm.KindConnection, llm.KindHTTP5xx, llm.KindRateLimited})
-		modelName = cfg.String("AGENT_MODEL")
+		modelName = cfg.Model
 	}
 
-	personaDir := cfg.String("PERSONA_DIR")
+	personaDir := cfg.PersonaDir
 	loadPersona := func() (*persona.Persona, error) {
 		if personaDir == "" {
 			return p, nil
@@ -209,10 +209,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	eng, err := engine.New(engine.Options{
 		Agent: p.Info, Persona: loadPersona, Tools: set, Model: model, ModelName: modelName,
 		Playbook: code.Playbook(), Backstop: code.Backstop(), Delegator: a2aOut,
-		Store: st, Now: o.Now, MaxIterations: cfg.Int("AGENT_MAX_ITERATIONS"),
-		Temperature: float32(cfg.Float("AGENT_TEMPERATURE")), ToolOutputMax: cfg.Int("TOOL_OUTPUT_MAX_CHARS"),
-		MemoryMax: cfg.Int("MEMORY_MAX_CHARS"), SynthesisTimeout: cfg.Duration("SYNTHESIS_TIMEOUT"),
-		RunTimeout: cfg.Duration("RUN_TIMEOUT"), Metrics: metrics, Log: log.Named("engine"),
+		Store: st, Now: o.Now, MaxIterations: cfg.MaxIterations,
+		Temperature: float32(cfg.Temperature), ToolOutputMax: cfg.ToolOutputMaxChars,
+		MemoryMax: cfg.MemoryMaxChars, SynthesisTimeout: cfg.SynthesisTimeout,
+		RunTimeout: cfg.RunTimeout, Metrics: metrics, Log: log.Named("engine"),
 	})
 	if err != nil {
 		return nil, err
@@ -225,7 +225,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	a.Server = server.New(server.Deps{
 		Engine: eng, Store: st, Info: func() any { return a.info(set, modelName) }, Checks: checks,
-		Auth: httpauth.Tokens{Full: cfg.String("AUTH_TOKEN"), Read: cfg.String("AUTH_READ_TOKEN")}, Gatherer: a.Reg, Log: log.Named("http"),
+		Auth: httpauth.Tokens{Full: cfg.AuthToken, Read: cfg.AuthReadToken}, Gatherer: a.Reg, Log: log.Named("http"),
 	})
 	if err := a.mountA2A(eng); err != nil {
 		return nil, err
@@ -280,7 +280,7 @@ type InfoPulse struct {
 func (a *App) info(set tools.Set, model string) Info {
 	p := a.Config.Persona
 	in := Info{
-		Agent:      InfoAgent{Persona: p.Name, Slug: p.Slug, Name: a.Config.String("AGENT_DISPLAY_NAME")},
+		Agent:      InfoAgent{Persona: p.Name, Slug: p.Slug, Name: a.Config.DisplayName},
 		Version:    Version,
 		Settings:   a.Config.Settings(),
 		Tools:      set.Specs(),

@@ -21,11 +21,11 @@ import (
 // set, else half of PULSE_INTERVAL; never more than RUN_TIMEOUT (the engine
 // would end the run there anyway).
 func PulseTimeout(cfg *config.Config) time.Duration {
-	t := cfg.Duration("PULSE_TIMEOUT")
+	t := cfg.PulseTimeout
 	if t <= 0 {
-		t = cfg.Duration("PULSE_INTERVAL") / 2
+		t = cfg.PulseInterval / 2
 	}
-	if rt := cfg.Duration("RUN_TIMEOUT"); rt > 0 && t > rt {
+	if rt := cfg.RunTimeout; rt > 0 && t > rt {
 		t = rt
 	}
 	return t
@@ -40,8 +40,8 @@ const pulseStartDelay = time.Minute
 // CronJob, or the core, may drive the pulse instead).
 func (a *App) setupPulse(ctx context.Context) error {
 	cfg := a.Config
-	interval, timeout := cfg.Duration("PULSE_INTERVAL"), PulseTimeout(cfg)
-	enabled := cfg.Bool("PULSE_ENABLED")
+	interval, timeout := cfg.PulseInterval, PulseTimeout(cfg)
+	enabled := cfg.PulseEnabled
 	if enabled && timeout >= interval {
 		s := cfg.Settings()["PULSE_TIMEOUT"]
 		return &config.Error{Var: "PULSE_TIMEOUT", Where: s.Where, Msg: fmt.Sprintf(
@@ -106,8 +106,8 @@ func (a *App) setupPulse(ctx context.Context) error {
 // it returns nil: the store's pulse lock decides.
 func (a *App) pulseLease(log *zap.Logger) (*lease.Lease, error) {
 	cfg := a.Config
-	pod := cfg.String("POD_NAME")
-	inCluster := cfg.String("KUBECONFIG") == "" && cfg.String("KUBE_CONTEXT") == "" &&
+	pod := cfg.PodName
+	inCluster := cfg.Kubeconfig == "" && cfg.KubeContext == "" &&
 		a.Kube != nil && a.Kube.Clientset() != nil
 	if inCluster {
 		_, err := rest.InClusterConfig()
@@ -122,7 +122,7 @@ func (a *App) pulseLease(log *zap.Logger) (*lease.Lease, error) {
 		return nil, nil
 	}
 	l, err := lease.New(lease.Options{
-		Client: a.Kube.Clientset(), Namespace: cfg.String("AGENT_NAMESPACE"),
+		Client: a.Kube.Clientset(), Namespace: cfg.Namespace,
 		Name: lease.Name(cfg.Persona.Slug), Identity: pod, Log: log,
 	})
 	if err != nil {

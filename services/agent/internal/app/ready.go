@@ -29,7 +29,7 @@ const probeTTL = 20 * time.Second
 
 // readyChecks builds /ready's checks for the resolved tool set.
 func (a *App) readyChecks(set tools.Set, model *llm.Client) ([]readiness.Check, error) {
-	require, err := readiness.ParseRequire(a.Config.String("READY_REQUIRE"), []string{depCluster, depStore, depModel, depGitOps})
+	require, err := readiness.ParseRequire(strings.Join(a.Config.ReadyRequire, ","), []string{depCluster, depStore, depModel, depGitOps})
 	if err != nil {
 		return nil, a.Config.Fail("READY_REQUIRE", err.Error())
 	}

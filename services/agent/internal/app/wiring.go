@@ -30,8 +30,8 @@ type (
 // what to set, and /ready reports it, but the agent starts.
 func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 	cfg := a.Config
-	kc, err := kube.Connect(cfg.String("KUBECONFIG"), cfg.String("KUBE_CONTEXT"), a.Log.Named("kube"),
-		kube.WithConfigMapValueKeys(cfg.List("CONFIGMAP_VALUE_KEYS")))
+	kc, err := kube.Connect(cfg.Kubeconfig, cfg.KubeContext, a.Log.Named("kube"),
+		kube.WithConfigMapValueKeys(cfg.ConfigMapValueKeys))
 	if err != nil {
 		a.Log.Warn("cluster unavailable: cluster tools will answer cluster_unavailable", zap.Error(err))
 	}
@@ -40,7 +40,8 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		reg.Add(t)
 	}
 
-	forge, err := gitops.ForgeFromEnv(cfg.String, &http.Client{Timeout: 30 * time.Second})
+	forge, err := gitops.NewForge(gitops.ForgeSettings{Kind: cfg.GitOpsForge, Repo: cfg.GitOpsRepo, Branch: cfg.GitOpsBranch,
+		GitHubToken: cfg.GitHubToken, GitHubAPIURL: cfg.GitHubAPIURL}, &http.Client{Timeout: 30 * time.Second})
 	switch {
 	case errors.Is(err, gitops.ErrNoForge):
 		a.Log.Info("no GitOps repository configured: GitOps tools will say so")
@@ -51,23 +52,23 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		a.forgeOK = true
 	}
 	a.Git = gitops.NewService(forge, cfg.Persona.Slug, gitops.Options{
-		MaxOpenPRs: cfg.Int("GITOPS_MAX_OPEN_PRS"), StaleAfter: cfg.Duration("GITOPS_STALE_AFTER"),
-		SettleAfter: cfg.Duration("GITOPS_SETTLE_AFTER"),
+		MaxOpenPRs: cfg.GitOpsMaxOpenPRs, StaleAfter: cfg.GitOpsStaleAfter,
+		SettleAfter: cfg.GitOpsSettleAfter,
 		// get_pr's own truncation (which forbids approval) must bite before the
 		// registry's generic one, or a model could approve a diff it saw cut.
-		DiffMaxChars: max(1000, min(gitops.DefaultDiffMaxChars, cfg.Int("TOOL_OUTPUT_MAX_CHARS")-4000)),
+		DiffMaxChars: max(1000, min(gitops.DefaultDiffMaxChars, cfg.ToolOutputMaxChars-4000)),
 		Metrics:      gitops.NewMetrics(a.metricsReg), Logger: a.Log.Named("gitops"),
 	})
 	for _, t := range a.Git.Tools() {
 		reg.Add(t)
 	}
 
-	targets, err := report.TargetsFromURLs(cfg.String("DISCORD_WEBHOOK_URL"), cfg.String("SLACK_WEBHOOK_URL"),
-		cfg.String("REPORT_WEBHOOK_URL"), &http.Client{Timeout: 15 * time.Second})
+	targets, err := report.TargetsFromURLs(cfg.DiscordWebhookURL, cfg.SlackWebhookURL,
+		cfg.ReportWebhookURL, &http.Client{Timeout: 15 * time.Second})
 	if err != nil {
 		return &config.Error{Var: "DISCORD_WEBHOOK_URL/SLACK_WEBHOOK_URL/REPORT_WEBHOOK_URL", Msg: err.Error()}
 	}
-	sender, err := report.NewSender(cfg.Persona.Name, cfg.Persona.Slug, cfg.String("AGENT_DISPLAY_NAME"), cfg.String("REPORT_COLOR"))
+	sender, err := report.NewSender(cfg.Persona.Name, cfg.Persona.Slug, cfg.DisplayName, cfg.ReportColor)
 	if err != nil {
 		return &config.Error{Var: "REPORT_COLOR", Msg: err.Error()}
 	}

@@ -51,59 +51,117 @@ type spec struct {
 	def  string
 	kind kind
 	help string
+	// field is where Load puts the parsed value.
+	field func(v *Values) any
 }
 
-// specs lists every setting the agent reads. A variable not listed here is
-// not read; an agent.env key not listed here is a start-up error.
+// Values are the agent's settings, typed, parsed once by Load from the
+// table below (each field is one variable; see its help there).
+type Values struct {
+	PersonaName        string        // AGENT_PERSONA
+	Tools              []string      // AGENT_TOOLS
+	Model              string        // AGENT_MODEL
+	MaxIterations      int           // AGENT_MAX_ITERATIONS
+	Temperature        float64       // AGENT_TEMPERATURE
+	DisplayName        string        // AGENT_DISPLAY_NAME
+	LLMBaseURL         string        // LLM_BASE_URL
+	LLMAPIKey          string        // LLM_API_KEY
+	LLMTimeout         time.Duration // LLM_TIMEOUT
+	LLMFallbackBaseURL string        // LLM_FALLBACK_BASE_URL
+	LLMFallbackModel   string        // LLM_FALLBACK_MODEL
+	LLMFallbackAPIKey  string        // LLM_FALLBACK_API_KEY
+	SynthesisTimeout   time.Duration // SYNTHESIS_TIMEOUT
+	RunTimeout         time.Duration // RUN_TIMEOUT
+	ListenAddr         string        // LISTEN_ADDR
+	PulseEnabled       bool          // PULSE_ENABLED
+	PulseInterval      time.Duration // PULSE_INTERVAL
+	PulseTimeout       time.Duration // PULSE_TIMEOUT
+	Namespace          string        // AGENT_NAMESPACE
+	PodName            string        // POD_NAME
+	PeerURLTemplate    string        // PEER_URL_TEMPLATE
+	PeerList           []string      // AGENT_PEERS
+	MaxSocialDepth     int           // MAX_SOCIAL_DEPTH
+	A2ACallTimeout     time.Duration // A2A_CALL_TIMEOUT
+	DatabaseURL        string        // DATABASE_URL
+	RetentionText      string        // RETENTION
+	Kubeconfig         string        // KUBECONFIG
+	KubeContext        string        // KUBE_CONTEXT
+	ConfigMapValueKeys []string      // CONFIGMAP_VALUE_KEYS
+	AuthToken          string        // AUTH_TOKEN
+	AuthReadToken      string        // AUTH_READ_TOKEN
+	PersonaDir         string        // PERSONA_DIR
+	ToolOutputMaxChars int           // TOOL_OUTPUT_MAX_CHARS
+	MemoryMaxChars     int           // MEMORY_MAX_CHARS
+	LogLevel           string        // LOG_LEVEL
+	ReadyRequire       []string      // READY_REQUIRE
+	GitOpsForge        string        // GITOPS_FORGE
+	GitOpsRepo         string        // GITOPS_REPO
+	GitOpsBranch       string        // GITOPS_BRANCH
+	GitOpsMaxOpenPRs   int           // GITOPS_MAX_OPEN_PRS
+	GitOpsStaleAfter   time.Duration // GITOPS_STALE_AFTER
+	GitOpsSettleAfter  time.Duration // GITOPS_SETTLE_AFTER
+	GitHubToken        string        // GITHUB_TOKEN
+	GitHubAPIURL       string        // GITHUB_API_URL
+	DiscordWebhookURL  string        // DISCORD_WEBHOOK_URL
+	SlackWebhookURL    string        // SLACK_WEBHOOK_URL
+	ReportWebhookURL   string        // REPORT_WEBHOOK_URL
+	ReportColor        string        // REPORT_COLOR
+
+	// StaticPeers is AGENT_PEERS parsed: slug → base URL.
+	StaticPeers map[string]string
+	// Retention is RETENTION parsed (0 keeps records forever).
+	Retention time.Duration
+}
+
 var specs = []spec{
-	{"AGENT_PERSONA", "", kString, "noor|sol|vera|dax|ada or the slug"},
-	{"AGENT_TOOLS", "", kList, "comma list of tools (built-ins are always added)"},
-	{"AGENT_MODEL", "", kString, "model name; none = deterministic playbooks (default when LLM_BASE_URL is empty)"},
-	{"AGENT_MAX_ITERATIONS", "15", kInt, "model calls before the ceiling ends the run cleanly"},
-	{"AGENT_TEMPERATURE", "0", kFloat, "sampling temperature"},
-	{"AGENT_DISPLAY_NAME", "", kString, "persona display name in reports"},
-	{"LLM_BASE_URL", "", kURL, "OpenAI-compatible endpoint, e.g. http://host:11434/v1"},
-	{"LLM_API_KEY", "", kSecret, "API key for LLM_BASE_URL"},
-	{"LLM_TIMEOUT", "400s", kDuration, "per model call"},
-	{"LLM_FALLBACK_BASE_URL", "", kURL, "fallback endpoint, tried on timeout, connection error, 5xx, 429"},
-	{"LLM_FALLBACK_MODEL", "", kString, "fallback model (default AGENT_MODEL)"},
-	{"LLM_FALLBACK_API_KEY", "", kSecret, "API key for the fallback"},
-	{"SYNTHESIS_TIMEOUT", "180s", kDuration, "per synthesis attempt"},
-	{"RUN_TIMEOUT", "1200s", kDuration, "whole-run bound"},
-	{"LISTEN_ADDR", ":8000", kString, "HTTP listen address"},
-	{"PULSE_ENABLED", "false", kBool, "run the pulse timer"},
-	{"PULSE_INTERVAL", "45m", kDuration, "sleep between pulse ticks"},
-	{"PULSE_TIMEOUT", "", kDuration, "bound of one pulse run (default: half of PULSE_INTERVAL, at most RUN_TIMEOUT)"},
-	{"AGENT_NAMESPACE", "kubecrew", kString, "namespace of the fleet (peer URLs)"},
-	{"POD_NAME", "", kString, "this pod's name (downward API); in a cluster the pulse leader is then chosen by the Lease kubecrew-pulse-<slug>"},
-	{"PEER_URL_TEMPLATE", "http://agent-{slug}.{namespace}.svc:8000", kString, "peer URL template"},
-	{"AGENT_PEERS", "", kList, "static peers slug=url,… (wins over the template)"},
-	{"MAX_SOCIAL_DEPTH", "5", kInt, "A2A depth ceiling"},
-	{"A2A_CALL_TIMEOUT", "540s", kDuration, "blocking ask/delegate timeout"},
-	{"DATABASE_URL", "", kSecret, "Postgres URL; empty = in-memory store"},
-	{"RETENTION", "30d", kString, "runs with their traces, findings and the A2A log older than this are deleted (e.g. 30d, 720h; 0 keeps them)"},
-	{"KUBECONFIG", "", kString, "kubeconfig path; empty = in-cluster"},
-	{"KUBE_CONTEXT", "", kString, "kubeconfig context"},
-	{"CONFIGMAP_VALUE_KEYS", "", kList, "ConfigMap keys whose values k8s_get_yaml shows (default: keys only)"},
-	{"AUTH_TOKEN", "", kSecret, "bearer token every route but /health, /ready, /metrics and the agent card needs"},
-	{"AUTH_READ_TOKEN", "", kSecret, "optional read-only bearer token: opens GET routes only (dashboards)"},
-	{"PERSONA_DIR", "", kString, "directory overriding the embedded persona files (re-read each run)"},
-	{"TOOL_OUTPUT_MAX_CHARS", "8000", kInt, "tool output budget (head 2/3, tail 1/3)"},
-	{"MEMORY_MAX_CHARS", "4000", kInt, "MEMORY budget in the prompt"},
-	{"LOG_LEVEL", "info", kString, "debug|info|warn|error"},
-	{"READY_REQUIRE", "cluster,store,model", kList, "dependencies that must be usable for GET /ready to answer 200: cluster, store, model, gitops, or none"},
-	{"GITOPS_FORGE", "", kString, "github|local"},
-	{"GITOPS_REPO", "", kString, "owner/name, or a local repository path"},
-	{"GITOPS_BRANCH", "main", kString, "base branch"},
-	{"GITOPS_MAX_OPEN_PRS", "5", kInt, "open agent PR cap"},
-	{"GITOPS_STALE_AFTER", "168h", kDuration, "agent PRs older than this are reported stale"},
-	{"GITOPS_SETTLE_AFTER", "24h", kDuration, "a finding whose fix merged this recently gets no new PR"},
-	{"GITHUB_TOKEN", "", kSecret, "GitHub token"},
-	{"GITHUB_API_URL", "", kURL, "GitHub API base (GHE, tests)"},
-	{"DISCORD_WEBHOOK_URL", "", kSecret, "Discord webhook"},
-	{"SLACK_WEBHOOK_URL", "", kSecret, "Slack incoming webhook"},
-	{"REPORT_WEBHOOK_URL", "", kSecret, "generic JSON webhook"},
-	{"REPORT_COLOR", "", kString, "embed colour, e.g. 0x5865F2"},
+	{"AGENT_PERSONA", "", kString, "noor|sol|vera|dax|ada or the slug", func(v *Values) any { return &v.PersonaName }},
+	{"AGENT_TOOLS", "", kList, "comma list of tools (built-ins are always added)", func(v *Values) any { return &v.Tools }},
+	{"AGENT_MODEL", "", kString, "model name; none = deterministic playbooks (default when LLM_BASE_URL is empty)", func(v *Values) any { return &v.Model }},
+	{"AGENT_MAX_ITERATIONS", "15", kInt, "model calls before the ceiling ends the run cleanly", func(v *Values) any { return &v.MaxIterations }},
+	{"AGENT_TEMPERATURE", "0", kFloat, "sampling temperature", func(v *Values) any { return &v.Temperature }},
+	{"AGENT_DISPLAY_NAME", "", kString, "persona display name in reports", func(v *Values) any { return &v.DisplayName }},
+	{"LLM_BASE_URL", "", kURL, "OpenAI-compatible endpoint, e.g. http://host:11434/v1", func(v *Values) any { return &v.LLMBaseURL }},
+	{"LLM_API_KEY", "", kSecret, "API key for LLM_BASE_URL", func(v *Values) any { return &v.LLMAPIKey }},
+	{"LLM_TIMEOUT", "400s", kDuration, "per model call", func(v *Values) any { return &v.LLMTimeout }},
+	{"LLM_FALLBACK_BASE_URL", "", kURL, "fallback endpoint, tried on timeout, connection error, 5xx, 429", func(v *Values) any { return &v.LLMFallbackBaseURL }},
+	{"LLM_FALLBACK_MODEL", "", kString, "fallback model (default AGENT_MODEL)", func(v *Values) any { return &v.LLMFallbackModel }},
+	{"LLM_FALLBACK_API_KEY", "", kSecret, "API key for the fallback", func(v *Values) any { return &v.LLMFallbackAPIKey }},
+	{"SYNTHESIS_TIMEOUT", "180s", kDuration, "per synthesis attempt", func(v *Values) any { return &v.SynthesisTimeout }},
+	{"RUN_TIMEOUT", "1200s", kDuration, "whole-run bound", func(v *Values) any { return &v.RunTimeout }},
+	{"LISTEN_ADDR", ":8000", kString, "HTTP listen address", func(v *Values) any { return &v.ListenAddr }},
+	{"PULSE_ENABLED", "false", kBool, "run the pulse timer", func(v *Values) any { return &v.PulseEnabled }},
+	{"PULSE_INTERVAL", "45m", kDuration, "sleep between pulse ticks", func(v *Values) any { return &v.PulseInterval }},
+	{"PULSE_TIMEOUT", "", kDuration, "bound of one pulse run (default: half of PULSE_INTERVAL, at most RUN_TIMEOUT)", func(v *Values) any { return &v.PulseTimeout }},
+	{"AGENT_NAMESPACE", "kubecrew", kString, "namespace of the fleet (peer URLs)", func(v *Values) any { return &v.Namespace }},
+	{"POD_NAME", "", kString, "this pod's name (downward API); in a cluster the pulse leader is then chosen by the Lease kubecrew-pulse-<slug>", func(v *Values) any { return &v.PodName }},
+	{"PEER_URL_TEMPLATE", "http://agent-{slug}.{namespace}.svc:8000", kString, "peer URL template", func(v *Values) any { return &v.PeerURLTemplate }},
+	{"AGENT_PEERS", "", kList, "static peers slug=url,… (wins over the template)", func(v *Values) any { return &v.PeerList }},
+	{"MAX_SOCIAL_DEPTH", "5", kInt, "A2A depth ceiling", func(v *Values) any { return &v.MaxSocialDepth }},
+	{"A2A_CALL_TIMEOUT", "540s", kDuration, "blocking ask/delegate timeout", func(v *Values) any { return &v.A2ACallTimeout }},
+	{"DATABASE_URL", "", kSecret, "Postgres URL; empty = in-memory store", func(v *Values) any { return &v.DatabaseURL }},
+	{"RETENTION", "30d", kString, "runs with their traces, findings and the A2A log older than this are deleted (e.g. 30d, 720h; 0 keeps them)", func(v *Values) any { return &v.RetentionText }},
+	{"KUBECONFIG", "", kString, "kubeconfig path; empty = in-cluster", func(v *Values) any { return &v.Kubeconfig }},
+	{"KUBE_CONTEXT", "", kString, "kubeconfig context", func(v *Values) any { return &v.KubeContext }},
+	{"CONFIGMAP_VALUE_KEYS", "", kList, "ConfigMap keys whose values k8s_get_yaml shows (default: keys only)", func(v *Values) any { return &v.ConfigMapValueKeys }},
+	{"AUTH_TOKEN", "", kSecret, "bearer token every route but /health, /ready, /metrics and the agent card needs", func(v *Values) any { return &v.AuthToken }},
+	{"AUTH_READ_TOKEN", "", kSecret, "optional read-only bearer token: opens GET routes only (dashboards)", func(v *Values) any { return &v.AuthReadToken }},
+	{"PERSONA_DIR", "", kString, "directory overriding the embedded persona files (re-read each run)", func(v *Values) any { return &v.PersonaDir }},
+	{"TOOL_OUTPUT_MAX_CHARS", "8000", kInt, "tool output budget (head 2/3, tail 1/3)", func(v *Values) any { return &v.ToolOutputMaxChars }},
+	{"MEMORY_MAX_CHARS", "4000", kInt, "MEMORY budget in the prompt", func(v *Values) any { return &v.MemoryMaxChars }},
+	{"LOG_LEVEL", "info", kString, "debug|info|warn|error", func(v *Values) any { return &v.LogLevel }},
+	{"READY_REQUIRE", "cluster,store,model", kList, "dependencies that must be usable for GET /ready to answer 200: cluster, store, model, gitops, or none", func(v *Values) any { return &v.ReadyRequire }},
+	{"GITOPS_FORGE", "", kString, "github|local", func(v *Values) any { return &v.GitOpsForge }},
+	{"GITOPS_REPO", "", kString, "owner/name, or a local repository path", func(v *Values) any { return &v.GitOpsRepo }},
+	{"GITOPS_BRANCH", "main", kString, "base branch", func(v *Values) any { return &v.GitOpsBranch }},
+	{"GITOPS_MAX_OPEN_PRS", "5", kInt, "open agent PR cap", func(v *Values) any { return &v.GitOpsMaxOpenPRs }},
+	{"GITOPS_STALE_AFTER", "168h", kDuration, "agent PRs older than this are reported stale", func(v *Values) any { return &v.GitOpsStaleAfter }},
+	{"GITOPS_SETTLE_AFTER", "24h", kDuration, "a finding whose fix merged this recently gets no new PR", func(v *Values) any { return &v.GitOpsSettleAfter }},
+	{"GITHUB_TOKEN", "", kSecret, "GitHub token", func(v *Values) any { return &v.GitHubToken }},
+	{"GITHUB_API_URL", "", kURL, "GitHub API base (GHE, tests)", func(v *Values) any { return &v.GitHubAPIURL }},
+	{"DISCORD_WEBHOOK_URL", "", kSecret, "Discord webhook", func(v *Values) any { return &v.DiscordWebhookURL }},
+	{"SLACK_WEBHOOK_URL", "", kSecret, "Slack incoming webhook", func(v *Values) any { return &v.SlackWebhookURL }},
+	{"REPORT_WEBHOOK_URL", "", kSecret, "generic JSON webhook", func(v *Values) any { return &v.ReportWebhookURL }},
+	{"REPORT_COLOR", "", kString, "embed colour, e.g. 0x5865F2", func(v *Values) any { return &v.ReportColor }},
 }
 
 func lookupSpec(name string) (spec, bool) {
@@ -115,9 +173,11 @@ func lookupSpec(name string) (spec, bool) {
 	return spec{}, false
 }
 
-// Config is the effective configuration of one agent process.
+// Config is the effective configuration of one agent process: the typed
+// Values, and where each came from (for /info).
 type Config struct {
-	Persona  *persona.Persona
+	Persona *persona.Persona
+	Values
 	settings map[string]Setting
 }
 
@@ -174,7 +234,7 @@ func Load(getenv func(string) string, loadPersona func(dir, name string) (*perso
 			c.settings["AGENT_MODEL"] = Setting{Value: "none", Source: m.Source}
 		}
 	}
-	if err := c.validate(); err != nil {
+	if err := c.parse(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -208,110 +268,101 @@ func (c *Config) fail(name, msg string) error {
 	return &Error{Var: name, Where: where, Msg: msg}
 }
 
-func (c *Config) validate() error {
+// parse fills Values from the settings, refusing any malformed value with
+// the variable's name and where the value came from.
+func (c *Config) parse() error {
 	for _, s := range specs {
-		v := c.settings[s.name].Value
-		if v == "" {
-			continue
-		}
-		switch s.kind {
-		case kInt:
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return c.fail(s.name, fmt.Sprintf("%q is not a non-negative whole number", v))
-			}
-		case kFloat:
-			if _, err := strconv.ParseFloat(v, 64); err != nil {
-				return c.fail(s.name, fmt.Sprintf("%q is not a number", v))
-			}
-		case kBool:
-			if _, err := strconv.ParseBool(v); err != nil {
-				return c.fail(s.name, fmt.Sprintf("%q is not true or false", v))
-			}
-		case kDuration:
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return c.fail(s.name, fmt.Sprintf("%q is not a duration (e.g. 400s, 45m)", v))
-			}
-			if d <= 0 {
-				return c.fail(s.name, fmt.Sprintf("%q must be positive", v))
-			}
-		case kURL:
-			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return c.fail(s.name, fmt.Sprintf("%q is not an http(s) URL", redact.URL(v)))
-			}
+		v := strings.TrimSpace(c.settings[s.name].Value)
+		if err := parseInto(s, v, s.field(&c.Values)); err != "" {
+			return c.fail(s.name, err)
 		}
 	}
-	if c.Int("AGENT_MAX_ITERATIONS") < 1 {
+	if c.MaxIterations < 1 {
 		return c.fail("AGENT_MAX_ITERATIONS", "must be at least 1")
 	}
-	if _, err := c.Peers(); err != nil {
+	peers, err := c.parsePeers()
+	if err != nil {
 		return err
 	}
-	if _, err := store.ParseRetention(c.String("RETENTION")); err != nil {
+	c.StaticPeers = peers
+	if c.Retention, err = store.ParseRetention(c.RetentionText); err != nil {
 		return c.fail("RETENTION", err.Error())
 	}
-	if f := c.String("GITOPS_FORGE"); f != "" && f != "github" && f != "local" {
+	if f := c.GitOpsForge; f != "" && f != "github" && f != "local" {
 		return c.fail("GITOPS_FORGE", fmt.Sprintf("%q is not github or local", f))
 	}
-	switch c.String("LOG_LEVEL") {
+	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		return c.fail("LOG_LEVEL", fmt.Sprintf("%q is not debug, info, warn or error", c.String("LOG_LEVEL")))
+		return c.fail("LOG_LEVEL", fmt.Sprintf("%q is not debug, info, warn or error", c.LogLevel))
 	}
 	return nil
 }
 
-// String returns a setting's value.
-func (c *Config) String(name string) string { return c.settings[name].Value }
-
-// Int returns an integer setting (validated at load).
-func (c *Config) Int(name string) int { n, _ := strconv.Atoi(c.settings[name].Value); return n }
-
-// Float returns a float setting.
-func (c *Config) Float(name string) float64 {
-	f, _ := strconv.ParseFloat(c.settings[name].Value, 64)
-	return f
-}
-
-// Bool returns a boolean setting.
-func (c *Config) Bool(name string) bool { b, _ := strconv.ParseBool(c.settings[name].Value); return b }
-
-// Retention is RETENTION (validated at load; 0 keeps records forever).
-func (c *Config) Retention() time.Duration {
-	d, _ := store.ParseRetention(c.String("RETENTION"))
-	return d
-}
-
-// Duration returns a duration setting; zero when empty.
-func (c *Config) Duration(name string) time.Duration {
-	d, _ := time.ParseDuration(c.settings[name].Value)
-	return d
-}
-
-// List returns a comma list setting, trimmed, without empties.
-func (c *Config) List(name string) []string {
-	var out []string
-	for _, p := range strings.Split(c.settings[name].Value, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
+// parseInto parses v (already trimmed) as s's kind into dst; it returns
+// what is wrong with v, or "". An empty value leaves the zero value.
+func parseInto(s spec, v string, dst any) string {
+	if v == "" {
+		return ""
 	}
-	return out
+	switch s.kind {
+	case kInt:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Sprintf("%q is not a non-negative whole number", v)
+		}
+		*dst.(*int) = n
+	case kFloat:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Sprintf("%q is not a number", v)
+		}
+		*dst.(*float64) = f
+	case kBool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Sprintf("%q is not true or false", v)
+		}
+		*dst.(*bool) = b
+	case kDuration:
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Sprintf("%q is not a duration (e.g. 400s, 45m)", v)
+		}
+		if d <= 0 {
+			return fmt.Sprintf("%q must be positive", v)
+		}
+		*dst.(*time.Duration) = d
+	case kURL:
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Sprintf("%q is not an http(s) URL", redact.URL(v))
+		}
+		*dst.(*string) = v
+	case kList:
+		var out []string
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+		*dst.(*[]string) = out
+	default: // kString, kSecret
+		*dst.(*string) = v
+	}
+	return ""
 }
 
 // Deterministic reports whether the agent runs without a model.
 func (c *Config) Deterministic() bool {
-	m := c.String("AGENT_MODEL")
-	return m == "" || m == "none" || c.String("LLM_BASE_URL") == ""
+	return c.Model == "" || c.Model == "none" || c.LLMBaseURL == ""
 }
 
-// Peers parses AGENT_PEERS (slug=url,…); persona names are accepted and
-// resolved to slugs.
-func (c *Config) Peers() (map[string]string, error) {
+// parsePeers parses AGENT_PEERS (slug=url,…); persona names are accepted
+// and resolved to slugs.
+func (c *Config) parsePeers() (map[string]string, error) {
 	out := map[string]string{}
-	for _, kv := range c.List("AGENT_PEERS") {
+	for _, kv := range c.PeerList {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			return nil, c.fail("AGENT_PEERS", fmt.Sprintf("%q is not slug=url", kv))

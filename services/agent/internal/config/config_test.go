@@ -40,7 +40,7 @@ func TestPrecedenceDefaultPersonaEnv(t *testing.T) {
 	if v := s["DATABASE_URL"].Value; strings.Contains(v, "pw") || !strings.Contains(v, "db:5432") {
 		t.Errorf("DATABASE_URL shown as %q", v)
 	}
-	if !c.Deterministic() || c.Int("AGENT_MAX_ITERATIONS") != 12 || c.Duration("LLM_TIMEOUT").Seconds() != 30 {
+	if !c.Deterministic() || c.MaxIterations != 12 || c.LLMTimeout.Seconds() != 30 || c.ToolOutputMaxChars != 8000 {
 		t.Error("typed getters disagree with the settings")
 	}
 }
@@ -66,7 +66,7 @@ func TestPeers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _ := c.Peers()
+	p := c.StaticPeers
 	if p["platform-sre"] != "http://127.0.0.1:8001" || p["code-reviewer"] != "http://127.0.0.1:8003" || len(p) != 2 {
 		t.Errorf("peers = %v", p)
 	}
@@ -80,5 +80,28 @@ func TestModelSelection(t *testing.T) {
 	}
 	if c.Deterministic() {
 		t.Error("a model and an endpoint should select model mode")
+	}
+}
+
+// Values are parsed once, typed; a malformed environment value is refused
+// naming the variable and that it came from the environment.
+func TestValuesAreTypedAndMalformedOnesRefused(t *testing.T) {
+	env := map[string]string{"AGENT_PERSONA": "sol", "PULSE_ENABLED": "true", "AGENT_TEMPERATURE": "0.5",
+		"AGENT_TOOLS": " k8s_describe , ,k8s_get_events", "RETENTION": "7d", "MAX_SOCIAL_DEPTH": "3"}
+	c, err := config.Load(func(k string) string { return env[k] }, loader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.PulseEnabled || c.Temperature != 0.5 || c.MaxSocialDepth != 3 || c.Retention.Hours() != 7*24 ||
+		strings.Join(c.Tools, "|") != "k8s_describe|k8s_get_events" || c.RunTimeout.Seconds() != 1200 {
+		t.Errorf("values = %+v", c.Values)
+	}
+	for name, bad := range map[string]string{"MAX_SOCIAL_DEPTH": "five", "AGENT_TEMPERATURE": "warm", "PULSE_ENABLED": "yes please",
+		"RUN_TIMEOUT": "-1s", "LLM_BASE_URL": "localhost:11434"} {
+		e := map[string]string{"AGENT_PERSONA": "sol", name: bad}
+		_, err := config.Load(func(k string) string { return e[k] }, loader(""))
+		if err == nil || !strings.HasPrefix(err.Error(), name+" (environment)") {
+			t.Errorf("%s=%q: err = %v, want it refused naming %s (environment)", name, bad, err, name)
+		}
 	}
 }
