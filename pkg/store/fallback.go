@@ -24,8 +24,8 @@ type snapshot struct {
 	stamps      []DeliveryStamp
 	decisions   []AlertDecision
 	invs        []Investigation
-	alertStates int
-	pulseLocks  int
+	alerts     []AlertState
+	pulseLocks int
 }
 
 func (m *Memory) snapshot() snapshot {
@@ -57,7 +57,9 @@ func (m *Memory) snapshot() snapshot {
 	for _, i := range m.invs {
 		s.invs = append(s.invs, normInvestigation(i))
 	}
-	s.alertStates = len(m.alerts)
+	for _, st := range m.alerts {
+		s.alerts = append(s.alerts, st)
+	}
 	s.pulseLocks = len(m.locks)
 	return s
 }
@@ -98,9 +100,9 @@ func (m *Memory) putInvestigation(i Investigation) {
 // importSnapshot writes what memory recorded during an outage into
 // Postgres, in one transaction. Every write is idempotent (upserts, or
 // inserts that keep an existing row), so a write-through cut short is
-// simply repeated. Alert states (in-flight claims, pending alerts,
-// cooldowns) and pulse locks are not carried over: the database's own are
-// the truth for the fleet.
+// simply repeated. Alert states merge with the database's (only what memory
+// saw later wins, and a claim in the database is never undone: memory never
+// dispatches); pulse locks are not carried over.
 func (p *Postgres) importSnapshot(ctx context.Context, s snapshot) error {
 	b := &pgx.Batch{}
 	for _, r := range s.runs {
@@ -150,6 +152,9 @@ func (p *Postgres) importSnapshot(ctx context.Context, s snapshot) error {
 	}
 	for _, d := range s.decisions {
 		queueDecision(b, d, true)
+	}
+	for _, st := range s.alerts {
+		queueMergeAlertState(b, st)
 	}
 	for _, i := range s.invs {
 		if err := queueInvestigation(b, i, true); err != nil {
@@ -211,4 +216,31 @@ func connFailure(ctx context.Context, err error) bool {
 		return true
 	}
 	return false
+}
+
+// queueMergeAlertState writes an alert state decided in memory during an
+// outage over the database's, when memory saw the alert later: its firing
+// status, its firing period, and whether it is queued — except that an
+// alert in flight in the database stays in flight and is not queued (a
+// replica dispatched it before the outage; memory never dispatches), nor is
+// one investigated since what memory knew. The investigation count and
+// last investigation stay the database's.
+func queueMergeAlertState(b *pgx.Batch, s AlertState) {
+	var last any
+	if !s.LastInvestigated.IsZero() {
+		last = s.LastInvestigated
+	}
+	b.Queue(`INSERT INTO alert_state (`+alertCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+		ON CONFLICT (fingerprint) DO UPDATE SET alertname=EXCLUDED.alertname,
+			agent=CASE WHEN alert_state.in_flight THEN alert_state.agent ELSE EXCLUDED.agent END,
+			first_seen=CASE WHEN alert_state.firing AND EXCLUDED.firing THEN alert_state.first_seen ELSE EXCLUDED.first_seen END,
+			investigations=CASE WHEN EXCLUDED.firing THEN alert_state.investigations ELSE 0 END,
+			firing=EXCLUDED.firing, last_seen=EXCLUDED.last_seen,
+			-- queued only if memory knew the last investigation: one it
+			-- never saw (another replica's) makes its decision stale.
+			pending=EXCLUDED.pending AND EXCLUDED.firing AND NOT alert_state.in_flight
+				AND coalesce(alert_state.last_investigated, '-infinity') <= coalesce(EXCLUDED.last_investigated, '-infinity')
+		WHERE alert_state.last_seen < EXCLUDED.last_seen`,
+		s.Fingerprint, s.Alertname, s.Agent, s.Firing, s.ContentHash, s.FirstSeen, s.LastSeen, last,
+		s.Investigations, s.InFlight, s.InvestigationID, s.Pending)
 }

@@ -197,3 +197,16 @@ func (m *Memory) freeSlotLocked(fingerprint, id string) {
 		m.setAlertLocked(st)
 	}
 }
+
+// seedAlerts installs alert states known from Postgres (a Switch falling
+// open to this memory): claims, queued alerts and cooldowns keep deciding
+// during the outage.
+func (m *Memory) seedAlerts(states []AlertState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, st := range states {
+		if _, ok := m.alerts[st.Fingerprint]; !ok {
+			m.setAlertLocked(st)
+		}
+	}
+}

@@ -15,7 +15,10 @@ func (m *Memory) Prune(ctx context.Context, scope Scope, before time.Time, limit
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	old := func(t time.Time) bool { return t.Before(before) }
+	// A zero time is a record kept during an outage for one Postgres holds
+	// (an update of a run, an outcome of an investigation): it is written
+	// through, never pruned here.
+	old := func(t time.Time) bool { return !t.IsZero() && t.Before(before) }
 	var n Pruned
 	if scope == AgentData {
 		for _, id := range oldestKeys(m.runs, limit, func(r Run) time.Time { return r.StartedAt }, func(r Run) bool { return old(r.StartedAt) }) {

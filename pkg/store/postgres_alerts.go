@@ -45,30 +45,37 @@ func scanAlertState(row pgx.Row) (AlertState, error) {
 // when fn decides dispatched or busy, it is rolled back and fn runs again
 // (it is pure) under both locks.
 func (p *Postgres) ApplyAlert(ctx context.Context, fingerprint, agent string, fn DecideFunc, mkInv func(AlertDecision) *Investigation) (AlertDecision, error) {
+	d, _, err := p.applyAlertState(ctx, fingerprint, agent, fn, mkInv)
+	return d, err
+}
+
+// applyAlertState is ApplyAlert that also returns the state it stored (a
+// Switch remembers it, to decide from during an outage).
+func (p *Postgres) applyAlertState(ctx context.Context, fingerprint, agent string, fn DecideFunc, mkInv func(AlertDecision) *Investigation) (AlertDecision, AlertState, error) {
 	if err := required("fingerprint", fingerprint); err != nil {
-		return AlertDecision{}, err
+		return AlertDecision{}, AlertState{}, err
 	}
 	if err := required("agent", agent); err != nil {
-		return AlertDecision{}, err
+		return AlertDecision{}, AlertState{}, err
 	}
-	d, again, err := p.applyAlert(ctx, fingerprint, agent, fn, mkInv, false)
+	d, st, again, err := p.applyAlert(ctx, fingerprint, agent, fn, mkInv, false)
 	if err != nil || !again {
-		return d, err
+		return d, st, err
 	}
-	d, _, err = p.applyAlert(ctx, fingerprint, agent, fn, mkInv, true)
-	return d, err
+	d, st, _, err = p.applyAlert(ctx, fingerprint, agent, fn, mkInv, true)
+	return d, st, err
 }
 
 // applyAlert is one attempt. Without lockAgent it gives up (again=true)
 // before writing a decision that depends on the agent's in-flight count.
-func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn DecideFunc, mkInv func(AlertDecision) *Investigation, lockAgent bool) (_ AlertDecision, again bool, _ error) {
+func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn DecideFunc, mkInv func(AlertDecision) *Investigation, lockAgent bool) (_ AlertDecision, _ AlertState, again bool, _ error) {
 	// BEGIN rides with the reads and COMMIT with the writes: two round
 	// trips. A connection left inside a transaction (an error, a cancelled
 	// ctx, a retry under both locks) is rolled back here, or destroyed by
 	// the pool on release.
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
-		return AlertDecision{}, false, pgErr("apply alert", err)
+		return AlertDecision{}, AlertState{}, false, pgErr("apply alert", err)
 	}
 	defer conn.Release()
 	committed := false
@@ -115,15 +122,15 @@ func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn
 		err = cerr
 	}
 	if err != nil {
-		return AlertDecision{}, false, pgErr("apply alert "+fingerprint, err)
+		return AlertDecision{}, AlertState{}, false, pgErr("apply alert "+fingerprint, err)
 	}
 
 	d, st, inv, err := decide(fingerprint, agent, prev, ok, inFlight, fn, mkInv, p.now)
 	if err != nil {
-		return AlertDecision{}, false, err
+		return AlertDecision{}, AlertState{}, false, err
 	}
 	if !lockAgent && (d.Decision == DecisionDispatched || d.Decision == DecisionBusy) {
-		return AlertDecision{}, true, nil // rolled back by the deferred func
+		return AlertDecision{}, AlertState{}, true, nil // rolled back by the deferred func
 	}
 	b = &pgx.Batch{}
 	if d.Decision == DecisionCooldown || d.Decision == DecisionDeduped || d.Decision == DecisionIgnored {
@@ -136,15 +143,15 @@ func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn
 	queueDecision(b, d, false)
 	if inv != nil {
 		if err := queueInvestigation(b, *inv, false); err != nil {
-			return AlertDecision{}, false, err
+			return AlertDecision{}, AlertState{}, false, err
 		}
 	}
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return AlertDecision{}, false, pgErr("apply alert "+fingerprint, err)
+		return AlertDecision{}, AlertState{}, false, pgErr("apply alert "+fingerprint, err)
 	}
 	committed = true
-	return d, false, nil
+	return d, st, false, nil
 }
 
 // RecordDecision records a rejected alert's decision.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,13 @@ type Switch struct {
 	// whyErr is the error behind why, for Usable.
 	whyErr error
 
+	// known mirrors the alert states this process decided or finished on
+	// Postgres (bounded like the memory store's). A fall to memory starts
+	// from it, so cooldowns, claims and queued alerts keep deciding during
+	// the outage (README, "When Postgres is away").
+	kmu   sync.Mutex
+	known map[string]AlertState
+
 	kick     chan struct{}
 	attempts chan error // tests: the outcome of each background attempt
 	cancel   context.CancelFunc
@@ -67,7 +75,7 @@ func Open(ctx context.Context, url string, log *zap.Logger, opts ...Option) (*Sw
 	o := buildOptions(opts)
 	s := &Switch{
 		log: log.With(zap.String("component", "store")), url: url, opts: opts, o: o,
-		mem: NewMemory(o.now), kick: make(chan struct{}, 1), attempts: make(chan error, 16), done: make(chan struct{}),
+		mem: NewMemory(o.now), known: map[string]AlertState{}, kick: make(chan struct{}, 1), attempts: make(chan error, 16), done: make(chan struct{}),
 	}
 	if url == "" {
 		close(s.done)
@@ -227,12 +235,11 @@ func (s *Switch) Reconnect(ctx context.Context) error {
 		zap.Int("runs", len(snap.runs)), zap.Int("events", len(snap.events)), zap.Int("findings", len(snap.findings)),
 		zap.Int("pulse_states", len(snap.pulse)), zap.Int("memory_files", len(snap.files)), zap.Int("a2a_entries", len(snap.a2a)),
 		zap.Int("delivery_stamps", len(snap.stamps)), zap.Int("alert_decisions", len(snap.decisions)),
-		zap.Int("investigations", len(snap.invs)),
+		zap.Int("investigations", len(snap.invs)), zap.Int("alert_states", len(snap.alerts)),
 	}
 	s.log.Info("postgres is back: switched from memory and wrote through what was recorded meanwhile", fields...)
-	if snap.alertStates > 0 || snap.pulseLocks > 0 {
-		s.log.Warn("not carried over to postgres: alert states (in-flight claims, pending alerts, cooldowns) and pulse locks decided in memory; the database's own are the truth again",
-			zap.Int("alert_states", snap.alertStates), zap.Int("pulse_locks", snap.pulseLocks))
+	if snap.pulseLocks > 0 {
+		s.log.Info("pulse locks taken in memory are not carried over: the database's are the truth again", zap.Int("pulse_locks", snap.pulseLocks))
 	}
 	return nil
 }
@@ -258,6 +265,7 @@ func (s *Switch) degrade(pg *Postgres, op string, err error) {
 	}
 	s.onPG = false
 	s.why, s.whyErr = fmt.Sprintf("%s: %v", op, err), err
+	s.mem.seedAlerts(s.knownStates())
 	s.mu.Unlock()
 	// Drop the pool's connections: they may be half-open; new ones are
 	// dialled on the next attempt.
@@ -520,8 +528,66 @@ func (s *Switch) Prune(ctx context.Context, scope Scope, before time.Time, limit
 // core replicas could each dispatch one alert until Postgres is back.
 func (s *Switch) ApplyAlert(ctx context.Context, fingerprint, agent string, fn DecideFunc, inv func(AlertDecision) *Investigation) (AlertDecision, error) {
 	return run(s, ctx, "apply alert", func(ctx context.Context, st fullStore) (AlertDecision, error) {
+		if pg, ok := st.(*Postgres); ok {
+			d, state, err := pg.applyAlertState(ctx, fingerprint, agent, fn, inv)
+			if err == nil {
+				s.remember(state)
+			}
+			return d, err
+		}
+		if s.url != "" {
+			fn = hold(fn, s.why) // s.mu is held by run
+		}
 		return st.ApplyAlert(ctx, fingerprint, agent, fn, inv)
 	}, nil)
+}
+
+// hold turns a decision to dispatch into a queued one: the agent's slots
+// count as full while Postgres is away.
+func hold(fn DecideFunc, why string) DecideFunc {
+	return func(prev AlertState, ok bool, _ int) (AlertDecision, AlertState) {
+		d, st := fn(prev, ok, math.MaxInt32)
+		if d.Decision == DecisionBusy {
+			d.Reason = fmt.Sprintf("queued: postgres is unreachable (%s); no core replica dispatches while claims cannot be shared — dispatched once it answers", why)
+		}
+		return d, st
+	}
+}
+
+// remember mirrors one alert state known to be in Postgres.
+func (s *Switch) remember(st AlertState) {
+	s.kmu.Lock()
+	defer s.kmu.Unlock()
+	s.known[st.Fingerprint] = st
+	if len(s.known) > MemoryMaxAlerts {
+		k := tenth(len(s.known), MemoryMaxAlerts)
+		for _, fp := range oldestKeys(s.known, k, func(a AlertState) time.Time { return a.LastSeen }, func(a AlertState) bool { return !a.InFlight }) {
+			delete(s.known, fp)
+		}
+	}
+}
+
+// forgetClaim marks the mirrored alert holding investigation id no longer
+// in flight (it finished on Postgres).
+func (s *Switch) forgetClaim(id string) {
+	s.kmu.Lock()
+	defer s.kmu.Unlock()
+	for fp, st := range s.known {
+		if st.InFlight && st.InvestigationID == id {
+			st.InFlight = false
+			s.known[fp] = st
+		}
+	}
+}
+
+func (s *Switch) knownStates() []AlertState {
+	s.kmu.Lock()
+	defer s.kmu.Unlock()
+	out := make([]AlertState, 0, len(s.known))
+	for _, st := range s.known {
+		out = append(out, st)
+	}
+	return out
 }
 
 // RecordDecision implements Alerts.
@@ -539,7 +605,13 @@ func (s *Switch) RecordDecision(ctx context.Context, d AlertDecision) error {
 // investigation dispatched on Postgres is kept and written through later,
 // freeing the slot then.
 func (s *Switch) FinishInvestigation(ctx context.Context, inv Investigation) error {
-	return run0(s, ctx, "finish investigation", func(ctx context.Context, st fullStore) error { return st.FinishInvestigation(ctx, inv) },
+	return run0(s, ctx, "finish investigation", func(ctx context.Context, st fullStore) error {
+		err := st.FinishInvestigation(ctx, inv)
+		if _, ok := st.(*Postgres); ok && err == nil {
+			s.forgetClaim(inv.ID)
+		}
+		return err
+	},
 		func(m *Memory, err error) error {
 			if !errors.Is(err, ErrNotFound) || s.url == "" {
 				return err
