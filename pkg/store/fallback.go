@@ -15,15 +15,15 @@ import (
 // snapshot is what a Memory recorded, to write through to Postgres once it
 // is back.
 type snapshot struct {
-	runs        []Run
-	events      []Event
-	findings    []FindingRecord
-	pulse       []PulseState
-	files       []MemoryFile
-	a2a         []A2AEntry
-	stamps      []DeliveryStamp
-	decisions   []AlertDecision
-	invs        []Investigation
+	runs       []Run
+	events     []Event
+	findings   []FindingRecord
+	pulse      []PulseState
+	files      []MemoryFile
+	a2a        []A2AEntry
+	stamps     []DeliveryStamp
+	decisions  []AlertDecision
+	invs       []Investigation
 	alerts     []AlertState
 	pulseLocks int
 }
