@@ -2,7 +2,10 @@ package kubetest
 
 import (
 	"errors"
+	"net"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +105,55 @@ func TestBrokenObjectsShape(t *testing.T) {
 	big, _ := LargeObjectsScaled("bx", now, 5)
 	if len(big.Namespaces) != 5*LargeNamespaces || len(big.Pods) < 6000 || len(big.Events) < 17000 {
 		t.Errorf("5x shape: %d ns, %d pods, %d events", len(big.Namespaces), len(big.Pods), len(big.Events))
+	}
+}
+
+// TestStartRetriesATakenPort: every component of hack/testenv.sh binds a
+// port picked a moment earlier. Here the first ports it tries (etcd's client
+// and peer, then the API server's) are held by this test, as another program
+// on a busy machine might take them: each is started again on fresh ports
+// and the cluster comes up.
+func TestStartRetriesATakenPort(t *testing.T) {
+	t.Parallel()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []string
+	for range 4 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		held = append(held, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+	}
+	// etcd's first try gets held[0] and held[1], its second held[2] and
+	// held[3]; the third gets fresh random ports.
+	e, err := startCluster(root, []string{"TESTENV_PORTS=" + strings.Join(held, " ")})
+	if errors.Is(err, errSkip) {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatalf("start with its first ports taken: %v", err)
+	}
+	t.Cleanup(func() { _ = e.stop() })
+	env, err := os.ReadFile(filepath.Join(e.Dir, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(env), "TESTENV_ETCD=http://127.0.0.1:") {
+		t.Fatalf("env: %s", env)
+	}
+	for _, p := range held[:2] {
+		if strings.Contains(string(env), "127.0.0.1:"+p+"\n") {
+			t.Errorf("etcd reports the held port %s: %s", p, env)
+		}
+	}
+	if _, err := e.Clientset.Discovery().ServerVersion(); err != nil {
+		t.Fatalf("the API server does not answer: %v", err)
 	}
 }
