@@ -105,7 +105,7 @@ func valueAfter(s string, i int) (int, int) {
 
 func valueEnd(c byte) bool {
 	switch c {
-	case ' ', '\t', '\n', '\r', ',', ';', '&', '"', '\'', '}', ')', '<', '>':
+	case ' ', '\t', '\n', '\r', ',', ';', '&', '"', '\'', '}', ')', '<', '>', '\\':
 		return true
 	}
 	return false

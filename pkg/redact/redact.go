@@ -117,6 +117,32 @@ func String(s string) (string, Counts) {
 	return s, c
 }
 
+// CountMarkers counts the markers of known kinds already in s: what a tool
+// redacted itself (ConfigMapData) before its output reached String.
+func CountMarkers(s string) Counts {
+	var c Counts
+	for i := 0; ; {
+		j := strings.Index(s[i:], markerPrefix)
+		if j < 0 {
+			return c
+		}
+		i += j + len(markerPrefix)
+		end := strings.IndexByte(s[i:], ']')
+		if end < 0 {
+			return c
+		}
+		if k := Kind(s[i : i+end]); knownKinds[k] {
+			c.Add(k, 1)
+		}
+	}
+}
+
+var knownKinds = map[Kind]bool{
+	KindPrivateKey: true, KindJWT: true, KindBearer: true, KindAuthorization: true, KindAWSKey: true, KindGCPKey: true,
+	KindToken: true, KindURLUserinfo: true, KindURLQuery: true, KindWebhook: true, KindPair: true, KindEnv: true,
+	KindConfigMapValue: true,
+}
+
 // URL redacts a URL's userinfo and secret query parameters (LLM_BASE_URL in
 // /info, a webhook address in a log line).
 func URL(raw string) string {

@@ -108,3 +108,10 @@ func TestJSON(t *testing.T) {
 		t.Fatalf("clean JSON changed: %s", out)
 	}
 }
+
+func TestCountMarkers(t *testing.T) {
+	n := CountMarkers("a: '[REDACTED:configmap-value]' b: [REDACTED:configmap-value] c: [REDACTED:nonsense] [REDACTED:jwt")
+	if n.String() != "configmap-value=2" {
+		t.Fatalf("got %v", n)
+	}
+}

@@ -38,7 +38,7 @@ var (
 	awsRE         = regexp.MustCompile(`\A(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b`)
 	gcpRE         = regexp.MustCompile(`\A(?:AIza[0-9A-Za-z_-]{35}|ya29\.[0-9A-Za-z_-]{20,})`)
 	vendorTokenRE = regexp.MustCompile(`\A(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}|xox[abposr]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9_-]{20,})`)
-	authRE        = regexp.MustCompile(`\A(?i:authorization)["']?[ \t]*[:=][ \t]*["']?(?:([A-Za-z][A-Za-z0-9_-]*)[ \t]+)?([^\s"',;]+)`)
+	authRE        = regexp.MustCompile(`\A(?i:authorization)["']?[ \t]*[:=][ \t]*["']?(?:([A-Za-z][A-Za-z0-9_-]*)[ \t]+)?([^\s"',;\\]+)`)
 	envYAMLRE     = regexp.MustCompile(`\Aname:[ \t]*["']?([A-Za-z_][A-Za-z0-9_.-]*)["']?[ \t]*\r?\n[ \t]*value:[ \t]*([^\r\n]*)`)
 	envJSONRE     = regexp.MustCompile(`\A"name"[ \t]*:[ \t]*"([A-Za-z_][A-Za-z0-9_.-]*)"[ \t]*,[ \t]*"value"[ \t]*:[ \t]*"((?:[^"\\]|\\.)*)"`)
 )

@@ -151,7 +151,10 @@ type Result struct {
 // leaves a tool (README.md, "Redaction").
 func (s Set) Call(ctx context.Context, name string, args json.RawMessage, maxChars int) Result {
 	out, outcome, budget := s.call(ctx, name, args, maxChars)
-	red, n := redact.String(out)
+	// What the tool redacted itself (a ConfigMap's values) counts too.
+	n := redact.CountMarkers(out)
+	red, more := redact.String(out)
+	n.Merge(more)
 	return Result{Output: Truncate(red, budget), Outcome: outcome, Redacted: n}
 }
 
