@@ -145,7 +145,7 @@ func TestPromptInjectionIsData(t *testing.T) {
 			// Sol with read access to YAML too (an operator's AGENT_TOOLS), so
 			// the ConfigMap and the env are read as a curious model would.
 			a := start(t, map[string]string{"AGENT_PERSONA": "sol", "KUBECONFIG": env.Kubeconfig,
-				"AGENT_TOOLS": "k8s_get_events,k8s_get_yaml,k8s_describe,k8s_get_pod_logs,k8s_rollout,bump_workload_memory",
+				"AGENT_TOOLS":  "k8s_get_events,k8s_get_yaml,k8s_describe,k8s_get_pod_logs,k8s_rollout,bump_workload_memory",
 				"LLM_BASE_URL": model.URL(), "AGENT_MODEL": "test-model", "LLM_API_KEY": "k", "LLM_TIMEOUT": "10s", "SYNTHESIS_TIMEOUT": "5s"})
 			body, _ := json.Marshal(api.RunRequest{Task: "Fix Deployment " + ns + "/oomkill (container app): OOMKilled. ONE action, then stop.",
 				WorkflowType: "a2a-delegate", Caller: "platform-sre", SocialDepth: 1, Context: map[string]string{"finding": string(fj), "namespace": ns}})
