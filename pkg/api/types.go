@@ -191,6 +191,32 @@ type Delegation struct {
 	RunID   string  `json:"run_id,omitempty"` // the callee's run id once sent
 	Result  string  `json:"result,omitempty"`
 	Error   string  `json:"error,omitempty"`
+	// Verdict is the delegate's own verdict (action_taken, refused, …).
+	Verdict string `json:"verdict,omitempty"`
+}
+
+// Verdicts that say what came of a delegation, and the delegate's verdicts
+// they are judged by (README "Verdicts").
+const (
+	VerdictDelegated         = "delegated"          // the delegate accepted and acted
+	VerdictDelegationRefused = "delegation_refused" // the delegate answered and did not act: refused, read-only, a recommendation only
+	VerdictDelegationFailed  = "delegation_failed"  // not sent, the call failed, or the delegate's action failed
+	VerdictActionTaken       = "action_taken"       // the delegate's: it acted
+	VerdictActionFailed      = "action_failed"      // the delegate's: it tried and the action failed
+	VerdictRefused           = "refused"            // the delegate's: it may not act (read-only, settle window, a gate)
+)
+
+// Outcome is the delegator's verdict for this delegation: delegated only
+// when the delegate accepted and acted. A delegate that reports no verdict
+// (an A2A agent outside the fleet) and completed counts as having acted.
+func (d Delegation) Outcome() string {
+	switch {
+	case !d.Sent || d.Error != "" || d.Verdict == VerdictActionFailed:
+		return VerdictDelegationFailed
+	case d.Verdict == VerdictActionTaken || d.Verdict == "":
+		return VerdictDelegated
+	}
+	return VerdictDelegationRefused
 }
 
 // ErrorBody is every service's error answer: {"error": "message"}.

@@ -188,7 +188,7 @@ func describe(res a2a.Result, verbed string) string {
 
 // delegation is the record of a hand-off for the run result.
 func delegation(to string, f *api.Finding, res a2a.Result, err error) api.Delegation {
-	d := api.Delegation{To: to, RunID: res.TaskID, Sent: res.TaskID != ""}
+	d := api.Delegation{To: to, RunID: res.TaskID, Sent: res.TaskID != "", Verdict: res.Verdict}
 	if res.Peer.Slug != "" {
 		d.To = res.Peer.Slug
 	}

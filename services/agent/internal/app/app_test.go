@@ -298,3 +298,21 @@ func TestRunsUnknownQueryParameterRefused(t *testing.T) {
 		t.Errorf("GET /runs with known filters = %d %s", code, b)
 	}
 }
+
+// Sol without his action tools (read-only) says so in words when handed a
+// finding: refused, actions disabled — never an "unknown tool" error.
+func TestSolReadOnlySaysSoInWords(t *testing.T) {
+	a := start(t, map[string]string{"AGENT_PERSONA": "sol", "AGENT_TOOLS": "k8s_get_resources,k8s_describe"})
+	finding, _ := json.Marshal(api.Finding{Key: "shop-deployment-cart-app-oomkilled", Severity: "critical", Kind: "Deployment",
+		Namespace: "shop", Name: "cart", Container: "app", Reason: "OOMKilled", Remediation: "raise the memory limit", Remediable: true})
+	body, _ := json.Marshal(api.RunRequest{Task: "Fix Deployment shop/cart", Context: map[string]string{"finding": string(finding)}})
+	code, b := do(t, "POST", a.url+"/run", string(body))
+	var res api.RunResult
+	if err := json.Unmarshal(b, &res); err != nil || code != 200 {
+		t.Fatalf("POST /run = %d %s", code, b)
+	}
+	if res.Verdict != api.VerdictRefused || !strings.Contains(res.Answer, "read-only") || !strings.Contains(res.Answer, "actions are disabled") ||
+		strings.Contains(res.Answer, "unknown tool") {
+		t.Errorf("verdict %q, answer %q; want refused, in words", res.Verdict, res.Answer)
+	}
+}

@@ -167,6 +167,16 @@ func TestDetectFixReviewLoopOnFixtures(t *testing.T) {
 	if prs, _ := forge.ListPRs(ctx, "all"); len(prs) != 1 {
 		t.Errorf("a second sweep opened another PR inside the settle window: %+v", prs)
 	}
+	// And its verdict says so: Sol refused (the settle window), so Noor did
+	// not "delegate" anything that was acted on.
+	var again api.RunResult
+	if err := json.Unmarshal(body, &again); err != nil {
+		t.Fatal(err)
+	}
+	if d := again.Delegation; again.Verdict != api.VerdictDelegationRefused || d == nil || d.Verdict != api.VerdictRefused ||
+		!strings.Contains(d.Result, "settle window") {
+		t.Errorf("second sweep: verdict %q, delegation %+v; want delegation_refused with Sol's refusal and the settle window", again.Verdict, d)
+	}
 }
 
 func countChanged(diff string) (plus, minus int) {

@@ -359,6 +359,10 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	if verdict == "" {
 		verdict = deriveVerdict(o, findings)
 	}
+	// "delegated" only when the delegate acted, whoever (a model) said so.
+	if delegation != nil && verdict == api.VerdictDelegated {
+		verdict = delegation.Outcome()
+	}
 	finished := e.now().UTC()
 	res := api.RunResult{
 		RunID: r.ID, Agent: e.opts.Agent.Slug, WorkflowType: r.Req.WorkflowType, Status: o.status,

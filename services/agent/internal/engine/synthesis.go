@@ -18,7 +18,7 @@ import (
 type DiagnosticReport struct {
 	Healthy  bool          `json:"healthy" description:"true when nothing is wrong"`
 	Findings []api.Finding `json:"findings" description:"every distinct problem, one finding each"`
-	Verdict  string        `json:"verdict" description:"healthy, issues_found, action_taken, recommendation, approve, request_changes or comment"`
+	Verdict  string        `json:"verdict" description:"healthy, issues_found, delegated, action_taken, refused (may not act: read-only, a gate, a settle window), recommendation, approve, request_changes or comment"`
 	Summary  string        `json:"summary" description:"one or two sentences"`
 }
 

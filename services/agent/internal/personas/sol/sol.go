@@ -111,13 +111,15 @@ func act(ctx context.Context, r *engine.Run) error {
 	r.ReportFinding(f)
 	switch Plan(f) {
 	case PlanMemoryPR:
+		if readOnly(r, f, ToolBumpMemory, "the memory-limit PR") {
+			return nil
+		}
 		out, okCall := playbook.Call(ctx, r, 1, ToolBumpMemory, map[string]any{
 			"namespace": f.Namespace, "kind": gitops.CanonicalKind(f.Kind), "name": f.Name, "container": f.Container,
 			"finding_key": f.Key, "reason": strings.TrimSpace(f.Reason + ": " + f.Detail),
 		})
 		if !okCall {
-			r.SetAnswer("Could not open the memory-limit PR for " + target(f) + ": " + out)
-			r.SetVerdict("action_failed")
+			failed(r, f, "open the memory-limit PR for", out)
 			return nil
 		}
 		// Tell the reviewer; fire and forget (a failure does not undo the PR).
@@ -126,25 +128,65 @@ func act(ctx context.Context, r *engine.Run) error {
 			r.Log().Info("reviewer not notified: " + note)
 		}
 		r.SetAnswer("Action: proposed a memory-limit increase as a pull request (no cluster change).\n" + out)
-		r.SetVerdict("action_taken")
+		r.SetVerdict(api.VerdictActionTaken)
 	case PlanRestart:
 		kind, known := rolloutKinds[gitops.CanonicalKind(f.Kind)]
 		if !known {
 			recommend(r, f, "a rollout restart needs a Deployment, StatefulSet or DaemonSet")
 			return nil
 		}
+		if readOnly(r, f, ToolRollout, "a rollout restart") {
+			return nil
+		}
 		out, okCall := playbook.Call(ctx, r, 1, ToolRollout, map[string]any{"action": "restart", "kind": kind, "namespace": f.Namespace, "name": f.Name})
 		if !okCall {
-			r.SetAnswer("Could not restart " + target(f) + ": " + out)
-			r.SetVerdict("action_failed")
+			failed(r, f, "restart", out)
 			return nil
 		}
 		r.SetAnswer("Action: rollout restart of " + target(f) + " so its pods pick up the changed configuration.\n" + out)
-		r.SetVerdict("action_taken")
+		r.SetVerdict(api.VerdictActionTaken)
 	default:
 		recommend(r, f, "")
 	}
 	return nil
+}
+
+// readOnly says, in words, that actions are disabled when the run lacks
+// the tool its plan needs (read-only: AGENT_TOOLS without it, or a run
+// mode that does not allow it) — never an "unknown tool" error. It reports
+// whether it did.
+func readOnly(r *engine.Run, f api.Finding, tool, what string) bool {
+	if _, ok := r.Tools.Get(tool); ok {
+		return false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Refused: actions are disabled here (read-only) — this agent runs without %s, so I cannot make %s for %s. I changed nothing.",
+		tool, what, target(f))
+	b.WriteString(" To let me act, give me the tool (AGENT_TOOLS; make run: KUBECREW_ALLOW_ACTIONS=1 on your own cluster) and, for PRs, a GitOps repository (GITOPS_FORGE, GITOPS_REPO).")
+	if f.Remediation != "" {
+		fmt.Fprintf(&b, "\nSuggested fix for a human: %s", f.Remediation)
+	}
+	r.SetAnswer(b.String())
+	r.SetVerdict(api.VerdictRefused)
+	return true
+}
+
+// failed records a tool's refusal or failure: a refusal by rule (the GitOps
+// settle window, the open-PR cap, no repository configured) is verdict
+// refused, with the rule's words; anything else is action_failed.
+func failed(r *engine.Run, f api.Finding, what, out string) {
+	reason := strings.TrimPrefix(strings.TrimSpace(out), "ERROR: ")
+	switch {
+	case strings.Contains(out, gitops.ErrNoForge.Error()):
+		r.SetAnswer(fmt.Sprintf("Refused: actions are disabled here (read-only) — %s, so I cannot %s %s. I changed nothing.", reason, what, target(f)))
+		r.SetVerdict(api.VerdictRefused)
+	case strings.Contains(out, gitops.ErrRefused.Error()), strings.Contains(out, "settle window"), strings.Contains(out, "agent PRs are open"):
+		r.SetAnswer(fmt.Sprintf("Refused to %s %s: %s. I changed nothing.", what, target(f), reason))
+		r.SetVerdict(api.VerdictRefused)
+	default:
+		r.SetAnswer(fmt.Sprintf("Could not %s %s: %s", what, target(f), out))
+		r.SetVerdict(api.VerdictActionFailed)
+	}
 }
 
 func recommend(r *engine.Run, f api.Finding, why string) {
