@@ -150,12 +150,12 @@ func slug(s string) string {
 
 // RunRequest is the body of POST /run.
 type RunRequest struct {
-	Task         string            `json:"task"`
-	WorkflowType string            `json:"workflow_type,omitempty"`
-	Context      map[string]string `json:"context,omitempty"`
-	Caller       string            `json:"caller,omitempty"`
-	SocialDepth  int               `json:"social_depth,omitempty"`
-	DiscussionID string            `json:"discussion_id,omitempty"`
+	Task         string     `json:"task"`
+	WorkflowType string     `json:"workflow_type,omitempty"`
+	Context      RunContext `json:"context,omitempty"`
+	Caller       string     `json:"caller,omitempty"`
+	SocialDepth  int        `json:"social_depth,omitempty"`
+	DiscussionID string     `json:"discussion_id,omitempty"`
 }
 
 // Tokens counts model tokens of one run.

@@ -228,9 +228,9 @@ const MaxRunBody = 256 << 10
 
 // runBody is the body of POST /api/v1/agents/{slug}/run.
 type runBody struct {
-	Task         string            `json:"task"`
-	Context      map[string]string `json:"context,omitempty"`
-	DiscussionID string            `json:"discussion_id,omitempty"`
+	Task         string          `json:"task"`
+	Context      kapi.RunContext `json:"context,omitempty"`
+	DiscussionID string          `json:"discussion_id,omitempty"`
 }
 
 func (s *server) run(w http.ResponseWriter, r *http.Request) {
