@@ -65,7 +65,7 @@ func TestPulseRunsNoorsSweepOnTheFixturesAndPostsOnce(t *testing.T) {
 	if hook.count() != 0 {
 		t.Fatalf("a failing webhook recorded a post")
 	}
-	if b, _ := json.Marshal(first); !strings.Contains(string(b), "oomkill") {
+	if b, _ := json.Marshal(first); !strings.Contains(string(b), ns+"-deployment-oomkill") {
 		t.Errorf("the sweep did not find the fixtures: %s", b)
 	}
 	hook.mu.Lock()
@@ -92,8 +92,11 @@ func TestPulseRunsNoorsSweepOnTheFixturesAndPostsOnce(t *testing.T) {
 		t.Errorf("colour = %v, want Noor's 0x5865F2", e["color"])
 	}
 	desc, _ := e["description"].(string)
-	// every fixture is at 0/1 available, so critical: the body shows the first of them (by namespace, then name)
-	if !strings.Contains(desc, ns+"/Deployment/") || !strings.HasPrefix(strings.TrimSpace(desc), "🔴") {
+	// every fixture is at 0/1 available, so critical: the body opens with a
+	// critical line. The shared test cluster holds other tests' namespaces and
+	// nodes too, so which critical problem comes first is not this test's
+	// fixture necessarily; the first tick's result above proves they were found.
+	if !strings.Contains(desc, "/Deployment/") || !strings.HasPrefix(strings.TrimSpace(desc), "🔴") {
 		t.Errorf("report body (most severe first, with the fixtures):\n%s", desc)
 	}
 }
