@@ -41,17 +41,29 @@ func RejectControlChars(next http.Handler) http.Handler {
 }
 
 // PlainText reports whether s is valid UTF-8 without control characters.
-func PlainText(s string) bool {
+func PlainText(s string) bool { return plainText(s, false) }
+
+// PlainProse is PlainText that also allows tab, newline and carriage
+// return (a label value or message may be prose).
+func PlainProse(s string) bool { return plainText(s, true) }
+
+func plainText(s string, prose bool) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+		if prose && (r == '\t' || r == '\n' || r == '\r') {
+			continue
+		}
+		if Control(r) {
 			return false
 		}
 	}
 	return true
 }
+
+// Control reports whether r is a control character: C0, DEL or C1.
+func Control(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 // AllowQuery refuses, with 400 {"error": …}, a request carrying a query
 // parameter the route does not take, naming it and what the route takes:

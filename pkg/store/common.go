@@ -7,9 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
 // ErrInvalid is wrapped by every error about bad input (an invalid cursor,
@@ -156,13 +157,8 @@ func required(what, v string) error {
 // stored, and Postgres refuses NUL outright: it is bad input (a 400), not
 // a missing record and not a database failure.
 func checkKey(what, v string) error {
-	if !utf8.ValidString(v) {
-		return invalidf("%s %q is not valid UTF-8", what, v)
-	}
-	for _, r := range v {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return invalidf("%s %q holds a control character", what, v)
-		}
+	if !api.PlainText(v) {
+		return invalidf("%s %q holds a control character or invalid UTF-8", what, v)
 	}
 	return nil
 }

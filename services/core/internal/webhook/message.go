@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
 // MaxBodyBytes caps a webhook body.
@@ -178,7 +180,7 @@ func (a Alert) Problem() string {
 		return "fingerprint is blank"
 	case len(a.Fingerprint) > MaxFingerprint:
 		return fmt.Sprintf("fingerprint is %d bytes, the limit is %d", len(a.Fingerprint), MaxFingerprint)
-	case !plain(a.Fingerprint, false):
+	case !api.PlainText(a.Fingerprint):
 		return "fingerprint holds a control character or invalid UTF-8"
 	case strings.TrimSpace(a.Labels["alertname"]) == "":
 		return "missing labels.alertname"
@@ -200,36 +202,16 @@ func (a Alert) Problem() string {
 		switch {
 		case len(k) > MaxLabelName:
 			return fmt.Sprintf("label name %q… is %d bytes, the limit is %d", Printable(k, 32), len(k), MaxLabelName)
-		case !plain(k, false):
+		case !api.PlainText(k):
 			return fmt.Sprintf("label name %q holds a control character or invalid UTF-8", Printable(k, 64))
 		case len(v) > MaxLabelValue:
 			return fmt.Sprintf("label %s is %d bytes, the limit is %d", Printable(k, 64), len(v), MaxLabelValue)
-		case !plain(v, true):
+		case !api.PlainProse(v):
 			return fmt.Sprintf("label %s holds a control character or invalid UTF-8", Printable(k, 64))
 		}
 	}
 	return ""
 }
-
-// plain reports whether s is valid UTF-8 without control characters (tab,
-// newline and carriage return allowed when text is true: a label value may
-// be prose).
-func plain(s string, text bool) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if text && (r == '\t' || r == '\n' || r == '\r') {
-			continue
-		}
-		if control(r) {
-			return false
-		}
-	}
-	return true
-}
-
-func control(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
 // Printable renders s for a decision or a log line: control characters and
 // invalid bytes escaped (\x00, \u0085), at most max bytes, "…" when cut.
@@ -241,7 +223,7 @@ func Printable(s string, max int) string {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			piece = fmt.Sprintf("\\x%02x", s[i])
-		case control(r):
+		case api.Control(r):
 			if r < 0x80 {
 				piece = fmt.Sprintf("\\x%02x", r)
 			} else {
