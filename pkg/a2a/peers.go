@@ -92,7 +92,7 @@ func (p *Peers) Resolve(name string) (Peer, error) {
 		return Peer{Info: info, BaseURL: base}, nil
 	}
 	if p.template == "" {
-		return Peer{}, fmt.Errorf("no address for %s: it is not in AGENT_PEERS and PEER_URL_TEMPLATE is empty", info.Slug)
+		return Peer{}, fmt.Errorf("no address for %s: peers are off (it is not in AGENT_PEERS and PEER_URL_TEMPLATE is none)", info.Slug)
 	}
 	base, err := baseURL(p.expand(info.Slug))
 	if err != nil {

@@ -199,7 +199,7 @@ func TestNewPeersRejectsBadSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Resolve("sol"); err == nil || !strings.Contains(err.Error(), "not in AGENT_PEERS and PEER_URL_TEMPLATE is empty") {
+	if _, err := p.Resolve("sol"); err == nil || !strings.Contains(err.Error(), "peers are off (it is not in AGENT_PEERS and PEER_URL_TEMPLATE is none)") {
 		t.Fatalf("Resolve without addresses: %v", err)
 	}
 }

@@ -7,12 +7,21 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 )
 
+// PeersOff as PEER_URL_TEMPLATE switches the template off: the agent
+// reaches only the peers AGENT_PEERS names (none: A2A calls answer that
+// peers are off instead of dialling an in-cluster address).
+const PeersOff = "none"
+
 // newA2AClient builds the outgoing A2A side before the engine: its tools
 // (ask_agent, notify_agent, delegate_task, which every persona gets) go
 // into the registry and it is the engine's Delegator.
 func (a *App) newA2AClient() (*a2aclient.Client, error) {
 	cfg := a.Config
-	peers, err := a2a.NewPeers(cfg.StaticPeers, cfg.PeerURLTemplate, cfg.Namespace, cfg.Persona.Slug)
+	template := cfg.PeerURLTemplate
+	if template == PeersOff {
+		template = "" // only AGENT_PEERS, if any: a standalone agent (README "Running one agent")
+	}
+	peers, err := a2a.NewPeers(cfg.StaticPeers, template, cfg.Namespace, cfg.Persona.Slug)
 	if err != nil {
 		return nil, err
 	}

@@ -206,3 +206,29 @@ func TestNoorDelegatesToSolOverA2A(t *testing.T) {
 		}
 	}
 }
+
+// A standalone agent switches peers off with PEER_URL_TEMPLATE=none: an
+// A2A call says peers are off instead of dialling an in-cluster address.
+func TestPeersOffForAStandaloneAgent(t *testing.T) {
+	srv := llmtest.NewServer(t,
+		llmtest.ToolCalls(llmtest.Call{Name: "ask_agent", Args: `{"agent_slug":"noor","question":"is the cluster healthy?"}`}),
+		llmtest.Text("could not ask"), llmtest.Text("{}"))
+	env := modelEnv(srv, "sol")
+	env["PEER_URL_TEMPLATE"] = app.PeersOff
+	a := start(t, env)
+	code, b := do(t, "POST", a.url+"/run", `{"task":"ask noor"}`)
+	if code != 200 {
+		t.Fatalf("POST /run = %d %s", code, b)
+	}
+	var got string
+	for _, r := range srv.Requests() {
+		for _, m := range r.Request.Messages {
+			if m.Role == "tool" {
+				got += m.Content
+			}
+		}
+	}
+	if !strings.Contains(got, "peers are off") || strings.Contains(got, "svc:8000") {
+		t.Errorf("the tool answer does not say peers are off: %q", got)
+	}
+}
