@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
+	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/services/agent/internal/app"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 )
@@ -22,16 +22,21 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Getenv, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Environ(), os.Stdout, os.Stderr))
 }
 
 // run starts the agent and blocks until ctx ends; it returns the exit code.
-func run(ctx context.Context, getenv func(string) string, stderr io.Writer) int {
+// args are the command line without the program (--help, --version).
+func run(ctx context.Context, args []string, getenv func(string) string, environ []string, stdout, stderr io.Writer) int {
+	if code, done := settings.Flags(args, stdout, stderr, "agent", usage, version(), config.Specs()); done {
+		return code
+	}
 	cfg, err := config.Load(getenv, app.LoadPersona)
 	if err != nil {
 		fmt.Fprintf(stderr, "agent: configuration error: %v\n", err)
 		return 1
 	}
+	cfg.CheckEnviron(environ)
 	log := NewLogger(stderr, cfg.LogLevel)
 	defer func() { _ = log.Sync() }()
 	a, err := app.New(ctx, cfg, app.Options{Log: log})
@@ -64,17 +69,4 @@ func run(ctx context.Context, getenv func(string) string, stderr io.Writer) int 
 		log.Warn("shutdown", zap.Error(err))
 	}
 	return 0
-}
-
-// NewLogger returns a JSON zap logger writing to w at level.
-func NewLogger(w io.Writer, level string) *zap.Logger {
-	lvl, err := zapcore.ParseLevel(level)
-	if err != nil {
-		lvl = zapcore.InfoLevel
-	}
-	enc := zap.NewProductionEncoderConfig()
-	enc.TimeKey = "ts"
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), lvl)
-	return zap.New(core)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 )
 
 func TestStartupRefusesBadConfiguration(t *testing.T) {
@@ -50,11 +52,13 @@ func TestStartupRefusesBadConfiguration(t *testing.T) {
 		{"bad peers", map[string]string{"AGENT_PERSONA": "sol", "AGENT_PEERS": "bob=http://x"}, []string{"AGENT_PEERS", `unknown agent "bob"`}},
 		{"malformed PULSE.md", map[string]string{"AGENT_PERSONA": "noor", "PERSONA_DIR": dir}, []string{"PULSE.md:3", "nested"}},
 		{"skill without front matter", map[string]string{"AGENT_PERSONA": "noor", "PERSONA_DIR": dir2}, []string{"SKILL.md:1", "front matter"}},
+		{"model endpoint without a model", map[string]string{"AGENT_PERSONA": "sol", "LLM_BASE_URL": "http://127.0.0.1:11434/v1"}, []string{"AGENT_MODEL", "LLM_BASE_URL is set but AGENT_MODEL is not"}},
+		{"model without an endpoint", map[string]string{"AGENT_PERSONA": "sol", "AGENT_MODEL": "qwen3"}, []string{"AGENT_MODEL=qwen3 but LLM_BASE_URL is not set"}},
 		{"missing persona dir", map[string]string{"AGENT_PERSONA": "noor", "PERSONA_DIR": "/nonexistent"}, []string{"PERSONA_DIR", "/nonexistent"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			code := run(context.Background(), func(k string) string { return tc.env[k] }, &stderr)
+			code := run(context.Background(), nil, func(k string) string { return tc.env[k] }, nil, &stderr, &stderr)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1; stderr: %s", code, stderr.String())
 			}
@@ -72,9 +76,9 @@ func TestStartsAndStopsCleanly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, func(k string) string {
+		done <- run(ctx, nil, func(k string) string {
 			return map[string]string{"AGENT_PERSONA": "ada", "LISTEN_ADDR": "127.0.0.1:0"}[k]
-		}, &stderr)
+		}, []string{"AGENT_PERSONA=ada", "AGENT_MODLE=qwen"}, &stderr, &stderr)
 	}()
 	time.Sleep(200 * time.Millisecond)
 	cancel()
@@ -88,5 +92,33 @@ func TestStartsAndStopsCleanly(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), `"msg":"agent listening"`) {
 		t.Errorf("log lacks the listening line: %s", stderr.String())
+	}
+	// A misspelt setting is warned about at start, with the right name.
+	if !strings.Contains(stderr.String(), "AGENT_MODLE is not a setting (did you mean AGENT_MODEL?)") {
+		t.Errorf("log lacks the typo warning: %s", stderr.String())
+	}
+}
+
+// --help lists every setting with its default (from the same table Load
+// reads); --version names the build; anything else is refused.
+func TestHelpAndVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"--help"}, nil, nil, &out, &errOut); code != 0 {
+		t.Fatalf("--help exit %d: %s", code, errOut.String())
+	}
+	for _, s := range config.Specs() {
+		if !strings.Contains(out.String(), s.Name) {
+			t.Errorf("--help lacks %s", s.Name)
+		}
+	}
+	if !strings.Contains(out.String(), "45m") || !strings.Contains(out.String(), "AGENT_PERSONA") {
+		t.Errorf("--help:\n%s", out.String())
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"--version"}, nil, nil, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "agent ") {
+		t.Errorf("--version = %d %q", code, out.String())
+	}
+	if code := run(context.Background(), []string{"--listen=:1"}, nil, nil, &out, &errOut); code != 2 {
+		t.Errorf("an unknown flag exits %d, want 2", code)
 	}
 }

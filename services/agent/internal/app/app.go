@@ -25,6 +25,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/llm"
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/report"
+	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 	"github.com/kubecrew/kubecrew/services/agent/internal/a2aclient"
@@ -108,6 +109,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	// "Metrics"), so one dashboard reads the whole fleet.
 	a.metricsReg = prometheus.WrapRegistererWith(prometheus.Labels{"agent": p.Slug}, a.Reg)
 	buildinfo.Register(a.metricsReg, "agent")
+	a.logWarnings()
 
 	st := o.Store
 	if st == nil {
@@ -259,6 +261,11 @@ type Info struct {
 	StoreState string                    `json:"store_state"`
 	Model      string                    `json:"model"`
 	Mode       string                    `json:"mode"`
+	// UnknownSettings are environment variables with the agent's prefixes
+	// that are not settings, each with a "did you mean".
+	UnknownSettings []settings.Unknown `json:"unknown_settings"`
+	// Warnings are the configuration's and the persona's, as logged at start.
+	Warnings []string `json:"warnings"`
 }
 
 type InfoAgent struct {
@@ -290,6 +297,9 @@ func (a *App) info(set tools.Set, model string) Info {
 		StoreState: a.Store.Kind(),
 		Model:      model,
 		Mode:       "deterministic",
+
+		UnknownSettings: append([]settings.Unknown{}, a.Config.Unknown...),
+		Warnings:        a.warnings(),
 	}
 	if sw, ok := a.Store.(interface{ State() string }); ok {
 		in.StoreState = sw.State()
@@ -339,4 +349,21 @@ func (a *App) Shutdown(ctx context.Context) error {
 		a.closers[i]()
 	}
 	return errors.Join(errRuns, errHTTP)
+}
+
+// warnings are the configuration's (settings without effect, unknown
+// variables) and the persona's (an unknown PULSE.md section, a stray file).
+func (a *App) warnings() []string {
+	out := append([]string{}, a.Config.Warnings...)
+	for _, w := range a.Config.Persona.Warnings {
+		out = append(out, "persona "+a.Config.Persona.Name+": "+w)
+	}
+	return out
+}
+
+// logWarnings logs every warning once, at start.
+func (a *App) logWarnings() {
+	for _, w := range a.warnings() {
+		a.Log.Warn("configuration: " + w)
+	}
 }

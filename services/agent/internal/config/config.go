@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/redact"
+	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
@@ -178,6 +179,13 @@ func lookupSpec(name string) (spec, bool) {
 type Config struct {
 	Persona *persona.Persona
 	Values
+	// Warnings are settings that have no effect or look mistaken; the
+	// agent logs them at start and /info lists them.
+	Warnings []string
+	// Unknown are environment variables with the agent's prefixes that are
+	// not settings (CheckEnviron).
+	Unknown []settings.Unknown
+
 	settings map[string]Setting
 }
 
@@ -235,6 +243,9 @@ func Load(getenv func(string) string, loadPersona func(dir, name string) (*perso
 		}
 	}
 	if err := c.parse(); err != nil {
+		return nil, err
+	}
+	if err := c.coherence(); err != nil {
 		return nil, err
 	}
 	return c, nil
