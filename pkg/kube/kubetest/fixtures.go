@@ -109,6 +109,17 @@ func BrokenObjects(ns string, now time.Time) (*Objects, error) {
 	return b.o, nil
 }
 
+// RecoveredObjects builds namespace ns with one Deployment, ledger, whose
+// only pod was OOM-killed 31 minutes before now and is running and ready
+// again (a BackOff event 32 minutes old on it): what an alert that fired
+// and cleared finds.
+func RecoveredObjects(ns string, now time.Time) *Objects {
+	b := newBuilder(now)
+	b.namespace(ns)
+	b.workload(largeDeployment(ns, "ledger", 1), Recovered, wopts{affected: -1, node: FixtureNode})
+	return b.o
+}
+
 // LoadFixtures creates the broken-workload set (BrokenObjects) in namespace
 // ns, which must not exist yet.
 func (e *Env) LoadFixtures(ctx context.Context, ns string) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/report"
+	"github.com/kubecrew/kubecrew/pkg/safetext"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 	"github.com/kubecrew/kubecrew/services/agent/internal/playbook"
 )
@@ -51,14 +52,26 @@ func (n *Noor) Playbook() engine.Playbook {
 }
 
 // sweep: cluster_problems → findings (severity by rule) → the single
-// most serious remediable finding → delegated to k8s-engineer. A healthy
-// cluster gives verdict healthy and no findings. With report=false (the
-// model-mode backstop) it neither reports findings nor answers when the
-// model already did.
+// most serious remediable finding → delegated to k8s-engineer. An alert
+// run sweeps with the alerted object in focus: the report opens with it
+// (broken, looks recovered with the evidence, or missing), and only a
+// problem of that object is delegated. The verdict follows the sweep's
+// coverage: healthy only when every check ran and found nothing; unknown
+// or partial, with what was not checked and why, otherwise. With
+// deterministic=false (the model-mode backstop) it neither reports
+// findings nor answers when the model already did, but an incomplete
+// sweep still sets the verdict.
 func (n *Noor) sweep(ctx context.Context, r *engine.Run, deterministic bool) error {
 	opts := kube.ProblemOptions{Namespace: r.Req.Context["namespace"]}
+	args := map[string]string{"namespace": opts.Namespace}
+	if r.Req.WorkflowType == api.WorkflowAlert {
+		if ref, ok := kube.AlertTargetJSON(r.Req.Context["alert"]); ok {
+			opts.Focus = &ref
+			args["alerted"] = ref.String()
+		}
+	}
 	var rep *kube.ProblemReport
-	_, err := playbook.Traced(ctx, r, "playbook-1", "cluster_problems", map[string]string{"namespace": opts.Namespace}, func() (string, error) {
+	_, err := playbook.Traced(ctx, r, "playbook-1", "cluster_problems", args, func() (string, error) {
 		var err error
 		rep, err = n.cluster.ClusterProblems(ctx, opts)
 		if err != nil {
@@ -70,12 +83,21 @@ func (n *Noor) sweep(ctx context.Context, r *engine.Run, deterministic bool) err
 		return fmt.Errorf("cluster_problems: %w", err)
 	}
 	fs := kube.ProblemsToFindings(rep)
+	if f, ok := focusFinding(rep.Focus); ok {
+		fs = append(fs, f)
+	}
 	if deterministic || len(r.Reported()) == 0 {
 		for _, f := range fs {
 			r.ReportFinding(f)
 		}
 	}
-	chosen, ok := ChooseDelegation(fs)
+	var chosen api.Finding
+	var ok bool
+	if rep.Focus != nil { // an alert run acts on the alerted object or on nothing
+		chosen, ok = ChooseDelegationFor(fs, rep.Focus.Owner)
+	} else {
+		chosen, ok = ChooseDelegation(fs)
+	}
 	var del *api.Delegation
 	if ok && r.Delegation() == nil && r.Calls("delegate_task") == 0 {
 		instruction := fmt.Sprintf("Fix %s %s/%s (container %s): %s — %s. Remediation: %s. Finding key %s. Act on it without re-judging it; ONE action, then stop.",
@@ -83,28 +105,94 @@ func (n *Noor) sweep(ctx context.Context, r *engine.Run, deterministic bool) err
 		dd := r.Delegate(ctx, DelegateTo, chosen, instruction)
 		del = &dd
 	}
+	v := rep.Verdict()
 	if !deterministic {
+		if v == kube.VerdictUnknown || v == kube.VerdictPartial {
+			r.SetVerdict(v)
+		}
 		return nil
 	}
 	r.SetAnswer(sweepAnswer(rep, fs, del))
 	switch {
+	case v == kube.VerdictUnknown || v == kube.VerdictPartial:
+		r.SetVerdict(v)
+	case del != nil && del.Sent && del.Error == "":
+		r.SetVerdict("delegated")
+	case len(rep.Problems) == 0 && rep.Focus != nil && rep.Focus.State == "recovered":
+		r.SetVerdict("recovered")
 	case len(fs) == 0:
 		r.SetVerdict("healthy")
-	case del != nil:
-		r.SetVerdict("delegated")
 	default:
 		r.SetVerdict("issues_found")
 	}
 	return nil
 }
 
+// Reasons of the finding an alert run reports about its object when the
+// sweep found no problem on it.
+const (
+	ReasonAlertRecovered     = "AlertRecovered"
+	ReasonAlertTargetMissing = "AlertTargetMissing"
+)
+
+// focusFinding is the alerted object's finding when it has no problem now:
+// it looks recovered (low, with the evidence) or does not exist (medium:
+// the alert points at nothing). An alert is never answered with silence.
+func focusFinding(fs *kube.FocusStatus) (api.Finding, bool) {
+	if fs == nil {
+		return api.Finding{}, false
+	}
+	o := fs.Owner
+	if o.Name == "" {
+		o = fs.Ref
+	}
+	f := api.Finding{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Confidence: 0.8}
+	detail := fs.Summary
+	if len(fs.Evidence) > 0 {
+		detail += "; evidence: " + strings.Join(fs.Evidence, "; ")
+	}
+	switch fs.State {
+	case "recovered":
+		f.Severity, f.Reason = api.SeverityLow, ReasonAlertRecovered
+		f.Remediation = "the alerted condition has cleared: check the evidence for a cause that will recur before closing the alert"
+	case "missing":
+		f.Severity, f.Reason = api.SeverityMedium, ReasonAlertTargetMissing
+		f.Remediation = "the alert names an object that does not exist: check the alert rule's labels, or whether it was deleted"
+	default:
+		return api.Finding{}, false
+	}
+	f.Detail = safetext.Clean(detail, 600)
+	f.Key = f.DeriveKey()
+	return f, true
+}
+
 func sweepAnswer(rep *kube.ProblemReport, fs []api.Finding, del *api.Delegation) string {
 	var b strings.Builder
-	if len(fs) == 0 {
-		b.WriteString("Healthy: cluster_problems found nothing wrong.")
-	} else {
-		fmt.Fprintf(&b, "%d problem(s) found:\n", len(fs))
+	switch rep.Verdict() {
+	case kube.VerdictUnknown:
+		fmt.Fprintf(&b, "UNKNOWN — nothing could be checked, so this is not an all-clear. Not checked: %s.\n", strings.Join(rep.NotChecked(), "; "))
+	case kube.VerdictPartial:
+		fmt.Fprintf(&b, "PARTIAL — no problem found by the checks that ran, but not checked: %s.\n", strings.Join(rep.NotChecked(), "; "))
+	default:
+		if nc := rep.NotChecked(); len(nc) > 0 {
+			fmt.Fprintf(&b, "Partial sweep — not checked: %s.\n", strings.Join(nc, "; "))
+		}
+	}
+	if f := rep.Focus; f != nil {
+		fmt.Fprintf(&b, "Alerted object %s: %s\n", f.Ref, f.Summary)
+		for _, e := range f.Evidence {
+			fmt.Fprintf(&b, "  evidence: %s\n", e)
+		}
+	}
+	switch {
+	case len(fs) > 0:
+		fmt.Fprintf(&b, "%d finding(s):\n", len(fs))
 		b.WriteString(report.Render(report.Report{Findings: fs, MaxFindings: 10}).Body())
+	case rep.Verdict() == kube.VerdictHealthy:
+		fmt.Fprintf(&b, "Healthy: all %d checks of cluster_problems ran and found nothing wrong.", len(rep.Coverage.ChecksRun))
+	}
+	if c := rep.Churn; c.Events > 0 {
+		fmt.Fprintf(&b, "\nChurn (not problems): %d Warning events within %s about objects healthy now or gone.", c.Events, rep.Coverage.Window)
 	}
 	if del != nil {
 		b.WriteString("\n")
@@ -116,6 +204,8 @@ func sweepAnswer(rep *kube.ProblemReport, fs []api.Finding, del *api.Delegation)
 		default:
 			fmt.Fprintf(&b, "Chose %s for %s but could not send it: %s", del.Finding.Key, del.To, del.Error)
 		}
+	} else if rep.Focus != nil && len(fs) > 0 {
+		fmt.Fprintf(&b, "\nNothing delegated: the alerted object %s has no problem Sol can fix (an OOM kill, a crash loop or failing probes on a workload).", rep.Focus.Owner)
 	}
 	cov := rep.Coverage
 	fmt.Fprintf(&b, "\nCoverage: %d checks run, %d skipped, %d partial lists.", len(cov.ChecksRun), len(cov.ChecksSkipped), len(cov.Partial))
@@ -188,4 +278,18 @@ func ChooseDelegation(fs []api.Finding) (api.Finding, bool) {
 		return a.Key < b.Key
 	})
 	return cands[0], true
+}
+
+// ChooseDelegationFor is ChooseDelegation restricted to the findings about
+// owner (an alert's object, resolved to its owner): an alert run acts on
+// the alerted workload or on nothing. ok is false when that owner has no
+// delegable finding.
+func ChooseDelegationFor(fs []api.Finding, owner kube.ObjectRef) (api.Finding, bool) {
+	var mine []api.Finding
+	for _, f := range fs {
+		if f.Namespace == owner.Namespace && f.Kind == owner.Kind && f.Name == owner.Name {
+			mine = append(mine, f)
+		}
+	}
+	return ChooseDelegation(mine)
 }

@@ -41,3 +41,23 @@ func TestChooseDelegation(t *testing.T) {
 		})
 	}
 }
+
+func TestChooseDelegationFor(t *testing.T) {
+	t.Parallel()
+	f := func(sev, name, reason string) api.Finding {
+		return api.Finding{Severity: sev, Kind: "Deployment", Namespace: "shop", Name: name, Reason: reason, Remediable: true}
+	}
+	fs := []api.Finding{f("critical", "oomkill", kube.ReasonOOMKilled), f("high", "crashloop", kube.ReasonCrashLoopBackOff),
+		{Severity: "high", Kind: "Deployment", Namespace: "shop", Name: "imagepull", Reason: kube.ReasonImagePull}}
+	if got, _ := ChooseDelegation(fs); got.Name != "oomkill" {
+		t.Errorf("unrestricted: %s", got.Name)
+	}
+	if got, ok := ChooseDelegationFor(fs, kube.ObjectRef{Namespace: "shop", Kind: "Deployment", Name: "crashloop"}); !ok || got.Name != "crashloop" {
+		t.Errorf("for crashloop: %+v %v", got, ok)
+	}
+	for _, o := range []kube.ObjectRef{{Namespace: "shop", Kind: "Deployment", Name: "imagepull"}, {Namespace: "other", Kind: "Deployment", Name: "crashloop"}, {}} {
+		if got, ok := ChooseDelegationFor(fs, o); ok {
+			t.Errorf("for %v: delegated %+v", o, got)
+		}
+	}
+}
