@@ -18,6 +18,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/kubecrew/kubecrew/pkg/buildinfo"
+	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/app"
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
@@ -25,27 +27,33 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args, os.Getenv, os.Stderr)
+	code := run(ctx, os.Args, os.Getenv, os.Environ(), os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+const usage = `core — turns Alertmanager webhooks into investigations by the kubecrew agents and serves the dashboard API.
+Usage: core [--help | --version]. The configuration is the environment (GET /info shows the effective values).`
 
 // shutdownGrace is how long running investigations may finish on SIGTERM.
 const shutdownGrace = 20 * time.Second
 
 // run is the whole program; it returns the exit code. ctx ends on a signal.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
-	if len(args) > 1 {
-		fmt.Fprintf(stderr, "core: takes no arguments (configuration is the environment), got %q\n", args[1:])
-		return 2
+func run(ctx context.Context, args []string, getenv func(string) string, environ []string, stdout, stderr io.Writer) int {
+	if code, done := settings.Flags(args[1:], stdout, stderr, "core", usage, buildinfo.Version+" ("+buildinfo.Revision()+")", config.Specs); done {
+		return code
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "core: %v\n", err)
 		return 1
 	}
+	cfg.CheckEnviron(environ)
 	log := newLogger(stderr, cfg.LogLevel)
 	defer func() { _ = log.Sync() }()
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration: " + w)
+	}
 	if cfg.CallTimeout <= config.ModelCallCeiling {
 		log.Warn("AGENT_CALL_TIMEOUT is not above the model call ceiling: the core may hang up on an agent mid-call",
 			zap.Duration("agent_call_timeout", cfg.CallTimeout), zap.Duration("model_call_ceiling", config.ModelCallCeiling))

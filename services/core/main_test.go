@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
+	"github.com/kubecrew/kubecrew/services/core/internal/config"
 )
 
 type lockedBuffer struct {
@@ -49,7 +50,7 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		code int
 		want string
 	}{
-		{"arguments", []string{"core", "--port=1"}, nil, 2, "takes no arguments"},
+		{"arguments", []string{"core", "--port=1"}, nil, 2, `unknown argument "--port=1": the configuration is the environment`},
 		{"malformed duration", nil, map[string]string{"AGENT_CALL_TIMEOUT": "10"}, 1, `AGENT_CALL_TIMEOUT: malformed duration "10"`},
 		{"timeout not below cooldown", nil, map[string]string{"AGENT_CALL_TIMEOUT": "45m", "ALERT_COOLDOWN": "30m"}, 1, "AGENT_CALL_TIMEOUT (45m0s) must be less than ALERT_COOLDOWN (30m0s)"},
 		{"routes file line", nil, map[string]string{"ROUTES_FILE": bad}, 1, bad + `:3: unknown key "cooldwn" in defaults`},
@@ -65,7 +66,7 @@ func TestRunRefusesBadConfig(t *testing.T) {
 			if args == nil {
 				args = []string{"core"}
 			}
-			code := run(context.Background(), args, func(k string) string { return tt.env[k] }, &stderr)
+			code := run(context.Background(), args, func(k string) string { return tt.env[k] }, nil, &stderr, &stderr)
 			if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
 				t.Fatalf("exit %d, stderr %q; want exit %d mentioning %q", code, stderr.String(), tt.code, tt.want)
 			}
@@ -170,7 +171,9 @@ func serveUntil(t *testing.T, env map[string]string, up func(code int) bool, che
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr lockedBuffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"core"}, func(k string) string { return env[k] }, &stderr) }()
+	go func() {
+		done <- run(ctx, []string{"core"}, func(k string) string { return env[k] }, []string{"ALERT_COOLDOWNS=1h"}, &stderr, &stderr)
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get(fmt.Sprintf("http://%s/ready", addr))
@@ -204,4 +207,52 @@ func serveUntil(t *testing.T, env map[string]string, up func(code int) bool, che
 			t.Errorf("logs lack %s:\n%s", want, logs)
 		}
 	}
+}
+
+// --help lists every setting with its default; --version names the build;
+// a misspelt setting is warned about at start and listed by GET /info,
+// whose settings hide the secrets.
+func TestHelpVersionInfoAndTypos(t *testing.T) {
+	t.Parallel()
+	var out, errOut lockedBuffer
+	if code := run(context.Background(), []string{"core", "--help"}, nil, nil, &out, &errOut); code != 0 {
+		t.Fatalf("--help exit %d", code)
+	}
+	for _, s := range config.Specs {
+		if !strings.Contains(out.String(), s.Name) {
+			t.Errorf("--help lacks %s", s.Name)
+		}
+	}
+	var ver lockedBuffer
+	if code := run(context.Background(), []string{"core", "--version"}, nil, nil, &ver, &errOut); code != 0 || !strings.HasPrefix(ver.String(), "core ") {
+		t.Errorf("--version = %d %q", code, ver.String())
+	}
+	serve(t, map[string]string{"AGENT_PEERS": "noor=http://127.0.0.1:1", "AUTH_TOKEN": "t0ken"}, func(addr string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/info", nil)
+		req.Header.Set("Authorization", "Bearer t0ken")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var info struct {
+			Settings        map[string]config.Setting `json:"settings"`
+			UnknownSettings []struct {
+				Name       string `json:"name"`
+				DidYouMean string `json:"did_you_mean"`
+			} `json:"unknown_settings"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&info); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("/info: %d %v", resp.StatusCode, err)
+		}
+		if len(info.UnknownSettings) != 1 || info.UnknownSettings[0].DidYouMean != "ALERT_COOLDOWN" {
+			t.Errorf("unknown_settings = %+v", info.UnknownSettings)
+		}
+		if s := info.Settings["AUTH_TOKEN"]; strings.Contains(s.Value, "t0ken") || s.Source != "env" {
+			t.Errorf("AUTH_TOKEN shown as %+v", s)
+		}
+		if s := info.Settings["ALERT_COOLDOWN"]; s.Value != "30m0s" || s.Source != "default" {
+			t.Errorf("ALERT_COOLDOWN = %+v", s)
+		}
+	}, "ALERT_COOLDOWNS is not a setting (did you mean ALERT_COOLDOWN?)")
 }

@@ -24,6 +24,7 @@ var IndexLinks = []Link{
 	{"POST", "/api/v1/alerts", "the Alertmanager webhook"},
 	{"POST", "/api/v1/agents/{slug}/run", "forward a task to an agent"},
 	{"GET", "/health", "liveness"},
+	{"GET", "/info", "the effective configuration (secrets redacted), unknown settings, warnings"},
 	{"GET", "/ready", "readiness (the store)"},
 	{"GET", "/metrics", "Prometheus metrics"},
 }

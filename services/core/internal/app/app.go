@@ -24,6 +24,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/buildinfo"
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
+	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
@@ -162,6 +163,7 @@ func (a *App) router() http.Handler {
 		// Every route but the probes and /metrics (README.md, "Authentication").
 		r.Use(httpauth.Tokens{Full: a.cfg.AuthToken, Read: a.cfg.AuthReadToken}.Middleware("kubecrew-core"))
 		r.With(kapi.AllowQuery()).Get("/", api.Index(buildinfo.Version))
+		r.With(kapi.AllowQuery()).Get("/info", a.info)
 		r.Method(http.MethodPost, "/api/v1/alerts", webhook.Handler(a.pipe, a.d.Log, a.metrics))
 		fleet := make([]api.Registered, 0, len(config.Fleet))
 		alerted := map[string]bool{}
@@ -288,3 +290,20 @@ func (a *App) WaitIdle() { a.disp.Wait() }
 
 // Pipeline exposes the alert pipeline (tests and benchmarks).
 func (a *App) Pipeline() *pipeline.Pipeline { return a.pipe }
+
+// Info is GET /info: the core's effective configuration (secrets
+// redacted), the environment variables that look like settings but are
+// not, and the start-up warnings.
+type Info struct {
+	Version         string                    `json:"version"`
+	Settings        map[string]config.Setting `json:"settings"`
+	UnknownSettings []settings.Unknown        `json:"unknown_settings"`
+	Warnings        []string                  `json:"warnings"`
+}
+
+func (a *App) info(w http.ResponseWriter, _ *http.Request) {
+	api.WriteJSON(w, http.StatusOK, Info{
+		Version: buildinfo.Version, Settings: a.cfg.Settings,
+		UnknownSettings: append([]settings.Unknown{}, a.cfg.Unknown...), Warnings: append([]string{}, a.cfg.Warnings...),
+	})
+}

@@ -1,5 +1,5 @@
-// Package config reads the core's environment (ARCHITECTURE §10, core
-// environment) and refuses a configuration that cannot work: malformed
+// Package config reads the core's environment (README.md, "The core"; every
+// setting is in Specs) and refuses a configuration that cannot work: malformed
 // durations, an agent call timeout that is not below the alert cooldown,
 // unknown peers.
 package config
@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kubecrew/kubecrew/pkg/readiness"
+	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
@@ -55,6 +56,13 @@ type Config struct {
 	// ReadyRequire lists the dependencies /ready requires (READY_REQUIRE:
 	// store, or none).
 	ReadyRequire map[string]bool
+
+	// Settings are the effective values for /info, secrets redacted.
+	Settings map[string]Setting
+	// Unknown are environment variables with the core's prefixes that are
+	// not settings (CheckEnviron); Warnings say so, for the log and /info.
+	Unknown  []settings.Unknown
+	Warnings []string
 }
 
 // Dependencies the core's /ready reports.
@@ -116,6 +124,7 @@ func Load(getenv func(string) string) (Config, error) {
 	for slug, u := range static {
 		c.Peers[slug] = u
 	}
+	c.Settings = effective(getenv)
 	return c, nil
 }
 

@@ -1,0 +1,78 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/kubecrew/kubecrew/pkg/settings"
+)
+
+// Specs is every setting the core reads, with its default and meaning: the
+// table --help prints and /info shows (a test keeps it equal to what Load
+// reads).
+var Specs = []settings.Spec{
+	{Name: "LISTEN_ADDR", Default: DefaultListenAddr, Help: "HTTP listen address"},
+	{Name: "DATABASE_URL", Help: "Postgres URL; empty = in-memory store (one replica only)"},
+	{Name: "ROUTES_FILE", Help: "alert routing rules (YAML); empty = every alert to platform-sre"},
+	{Name: "PEER_URL_TEMPLATE", Default: DefaultPeerURLTemplate, Help: "agent URL template ({slug}, {namespace})"},
+	{Name: "AGENT_NAMESPACE", Default: DefaultNamespace, Help: "namespace of the fleet (peer URLs)"},
+	{Name: "AGENT_PEERS", Help: "static agent URLs slug=url,… (win over the template)"},
+	{Name: "AGENT_CALL_TIMEOUT", Default: DefaultCallTimeout.String(), Help: "bound of one investigation's call to an agent; must be below ALERT_COOLDOWN"},
+	{Name: "ALERT_COOLDOWN", Default: DefaultCooldown.String(), Help: "an alert investigated this recently is not investigated again"},
+	{Name: "RETENTION", Default: "30d", Help: "decisions, investigations and idle alert states older than this are deleted (0 keeps them)"},
+	{Name: "AUTH_TOKEN", Help: "bearer token every route but /health, /ready and /metrics needs"},
+	{Name: "AUTH_READ_TOKEN", Help: "optional read-only bearer token: opens GET routes only (dashboards)"},
+	{Name: "LOG_LEVEL", Default: "info", Help: "debug|info|warn|error"},
+	{Name: "CORE_REPLICAS", Default: "1", Help: "core processes sharing DATABASE_URL; above 1 an unusable database makes /ready fail"},
+	{Name: "READY_REQUIRE", Default: DepStore, Help: "dependencies /ready requires: store, or none"},
+}
+
+// secrets are shown redacted by /info.
+var secrets = map[string]bool{"DATABASE_URL": true, "AUTH_TOKEN": true, "AUTH_READ_TOKEN": true}
+
+// Prefixes are those of the core's settings distinctive enough that an
+// unknown variable carrying one is a typo worth a warning.
+var Prefixes = []string{"ALERT_", "CORE_", "ROUTES_", "AGENT_", "AUTH_", "PEER_", "READY_"}
+
+// agentSettings are the agents' settings with the core's prefixes: an
+// environment file given to both binaries carries them.
+var agentSettings = []string{"AGENT_PERSONA", "AGENT_TOOLS", "AGENT_MODEL", "AGENT_MAX_ITERATIONS", "AGENT_TEMPERATURE", "AGENT_DISPLAY_NAME"}
+
+// Setting is one effective value for /info: where it came from
+// (env|default), secrets redacted.
+type Setting struct {
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+// effective is every setting's value as getenv gives it, else its default.
+func effective(getenv func(string) string) map[string]Setting {
+	out := make(map[string]Setting, len(Specs))
+	for _, s := range Specs {
+		v, src := strings.TrimSpace(getenv(s.Name)), "env"
+		if v == "" {
+			v, src = s.Default, "default"
+		}
+		if secrets[s.Name] && v != "" {
+			v = redactSecret(v)
+		}
+		out[s.Name] = Setting{Value: v, Source: src}
+	}
+	return out
+}
+
+func redactSecret(v string) string {
+	if u, err := url.Parse(v); err == nil && u.Scheme != "" && u.Host != "" {
+		return u.Scheme + "://" + u.Host + "/…(redacted)"
+	}
+	return "(set, redacted)"
+}
+
+// CheckEnviron records the variables of environ (os.Environ) that look
+// like the core's settings but are not, each with a "did you mean".
+func (c *Config) CheckEnviron(environ []string) {
+	c.Unknown = settings.Unknowns(environ, Prefixes, Specs, agentSettings...)
+	for _, u := range c.Unknown {
+		c.Warnings = append(c.Warnings, u.String()+": ignored")
+	}
+}
