@@ -318,3 +318,17 @@ func (p *Postgres) GetAlertState(ctx context.Context, fingerprint string) (Alert
 	s, err := scanAlertState(p.pool.QueryRow(ctx, `SELECT `+alertCols+` FROM alert_state WHERE fingerprint=$1`, fingerprint))
 	return s, pgErr("alert "+fingerprint, err)
 }
+
+// claimStates lists the alert states a replica needs to keep deciding
+// during an outage: in flight, queued, or investigated within the longest
+// backoff (two days), newest first, at most limit.
+func (p *Postgres) claimStates(ctx context.Context, limit int) ([]AlertState, error) {
+	rows, err := p.pool.Query(ctx, `SELECT `+alertCols+` FROM alert_state
+		WHERE in_flight OR pending OR last_investigated > now() - interval '48 hours'
+		ORDER BY last_seen DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, pgErr("claim states", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AlertState, error) { return scanAlertState(row) })
+	return out, pgErr("claim states", err)
+}

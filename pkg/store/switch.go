@@ -39,9 +39,10 @@ type Switch struct {
 	whyErr error
 
 	// known mirrors the alert states this process decided or finished on
-	// Postgres (bounded like the memory store's). A fall to memory starts
-	// from it, so cooldowns, claims and queued alerts keep deciding during
-	// the outage (README, "When Postgres is away").
+	// Postgres, and every replica's claims as of the last SyncClaims (each
+	// retry interval); bounded like the memory store's. A fall to memory
+	// starts from it, so cooldowns, claims and queued alerts keep deciding
+	// during the outage (README, "When Postgres is away").
 	kmu   sync.Mutex
 	known map[string]AlertState
 
@@ -302,8 +303,12 @@ func (s *Switch) loop(ctx context.Context) {
 			case <-time.After(s.o.retryInterval):
 			}
 		}
-		err := s.Reconnect(ctx)
-		if err != nil && ctx.Err() == nil {
+		var err error
+		if s.Kind() == "postgres" {
+			if serr := s.SyncClaims(ctx); serr != nil && ctx.Err() == nil {
+				s.log.Warn("could not read the fleet's alert claims", zap.Error(serr))
+			}
+		} else if err = s.Reconnect(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("postgres still unreachable", zap.Error(err))
 		}
 		select {
@@ -552,6 +557,31 @@ func hold(fn DecideFunc, why string) DecideFunc {
 		}
 		return d, st
 	}
+}
+
+// SyncClaims reads every replica's alert claims from Postgres into the
+// mirror a fall to memory starts from (the background loop does it each
+// retry interval). On memory it does nothing.
+func (s *Switch) SyncClaims(ctx context.Context) error {
+	s.mu.RLock()
+	pg, onPG := s.pg, s.onPG
+	s.mu.RUnlock()
+	if !onPG {
+		return nil
+	}
+	octx, cancel := context.WithTimeoutCause(ctx, s.o.opTimeout, errors.New("postgres: reading claims took too long"))
+	defer cancel()
+	states, err := pg.claimStates(octx, MemoryMaxAlerts)
+	if err != nil {
+		return err
+	}
+	s.kmu.Lock()
+	defer s.kmu.Unlock()
+	s.known = make(map[string]AlertState, len(states))
+	for _, st := range states {
+		s.known[st.Fingerprint] = st
+	}
+	return nil
 }
 
 // remember mirrors one alert state known to be in Postgres.
