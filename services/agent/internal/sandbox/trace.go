@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
@@ -127,7 +128,7 @@ func (w *watcher) add(who, runID string, ev Event) {
 	case "tool_call":
 		at("%s calls %s(%s)", name, str("name"), compactArgs(d["args"]))
 	case "tool_result":
-		out := short(str("output"), 110)
+		out := short(plainPRs(str("output")), 110)
 		if o := str("outcome"); o != "ok" {
 			at("%s ← %s %s: %s", name, str("name"), o, out)
 		} else {
@@ -163,4 +164,13 @@ func (w *watcher) add(who, runID string, ev Event) {
 	case "backstop", "fallback_playbook", "ceiling":
 		at("%s: %s %s", name, ev.Type, short(string(ev.Data), 120))
 	}
+}
+
+// localPRs matches a local forge's PR URL (file:///…/gitops.git#pull/1),
+// which no browser opens; the summary prints the git command instead.
+var localPRs = regexp.MustCompile(`file://(\S+?)#pull/\d+`)
+
+// plainPRs shows a local PR as its repository, which git opens.
+func plainPRs(s string) string {
+	return localPRs.ReplaceAllString(s, "$1 (a local git repository, no web page)")
 }

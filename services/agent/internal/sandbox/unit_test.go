@@ -296,3 +296,11 @@ func TestMakeRunTakesPorts(t *testing.T) {
 		t.Errorf("make -n run CORE_PORT=9090 AGENT_PORT=9001 does not pass the ports:\n%s", b)
 	}
 }
+
+// The timeline never shows an unopenable file://…#pull/N link.
+func TestLocalPRShownAsItsRepository(t *testing.T) {
+	got := plainPRs("Opened PR #1: file:///tmp/kubecrew-run.x/gitops.git#pull/1\nbranch: agent/fix/k")
+	if strings.Contains(got, "file://") || !strings.Contains(got, "Opened PR #1: /tmp/kubecrew-run.x/gitops.git (a local git repository") {
+		t.Errorf("plainPRs = %q", got)
+	}
+}
