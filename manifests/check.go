@@ -467,6 +467,12 @@ func checkCore(r *Render, want Expectations, c Contract, p *problems) {
 	// AGENT_CALL_TIMEOUT must stay below ALERT_COOLDOWN (the core refuses to
 	// start otherwise) and above the agents' model-call ceiling.
 	checkTimeouts(r, d.Ref(), env, p)
+	// CORE_REPLICAS tells the core it shares DATABASE_URL with others: with
+	// more than one, a replica that cannot reach the database is not ready
+	// (README "Readiness"). It must say what the Deployment runs.
+	if d.Spec.Replicas != nil && env["CORE_REPLICAS"].value != strconv.Itoa(*d.Spec.Replicas) {
+		p.addf("%s: CORE_REPLICAS %q, but the Deployment runs %d replicas", d.Ref(), env["CORE_REPLICAS"].value, *d.Spec.Replicas)
+	}
 }
 
 func checkTimeouts(r *Render, ref string, env map[string]envValue, p *problems) {

@@ -312,6 +312,7 @@ func TestChecksCatch(t *testing.T) {
 		{"startup budget too short", "", func(r *Render) { coreCtr(r).StartupProbe.FailureThreshold = 5 }, "allows only 10s to boot"},
 		{"liveness delay instead of startupProbe", "", func(r *Render) { agentCtr(r, "k8s-engineer").LivenessProbe.InitialDelaySeconds = 45 }, "startupProbe is the boot budget"},
 		{"readiness on /health", "", func(r *Render) { coreCtr(r).ReadinessProbe.HTTPGet.Path = "/health" }, "readinessProbe must be httpGet /ready"},
+		{"replicas not told to the core", "", func(r *Render) { n := 3; r.Deployment("kubecrew-core").Spec.Replicas = &n }, "CORE_REPLICAS \"2\", but the Deployment runs 3 replicas"},
 		{"probe on a missing port", "", func(r *Render) { coreCtr(r).LivenessProbe.HTTPGet.Port = "metrics" }, "is not a container port"},
 		{"cpu limit 100m", "", func(r *Render) { coreCtr(r).Resources.Limits["cpu"] = "100m" }, "throttles boot"},
 		{"no memory limit", "", func(r *Render) { delete(agentCtr(r, "code-reviewer").Resources.Limits, "memory") }, "no memory limit"},
