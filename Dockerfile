@@ -2,7 +2,7 @@
 # One image, both binaries: /usr/local/bin/agent (the ENTRYPOINT; every persona,
 # chosen by AGENT_PERSONA) and /usr/local/bin/core (Deployments pick it with
 # `command`). The persona files are embedded in the agent binary (go:embed of
-# agents/), so there is no per-persona layer to forget to COPY (seed §5).
+# agents/), so there is no per-persona layer to forget to COPY.
 #
 #   docker build -t ghcr.io/kubecrew/kubecrew:dev --build-arg VERSION=$(git describe --always --dirty) .
 #

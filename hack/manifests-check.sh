@@ -14,7 +14,7 @@
 #      server's authorizer asked (kubectl auth can-i --as=<ServiceAccount>):
 #      no ServiceAccount reads Secrets; only Sol patches Deployments; Noor
 #      changes nothing; the core can do nothing. And the admission policy
-#      refuses Sol restarting a kubecrew Deployment (seed §23) while letting
+#      refuses Sol restarting a kubecrew Deployment while letting
 #      him restart an ordinary one.
 #   4. the Alertmanager snippet: amtool check-config and routes test
 #      (fixture namespaces → null, before the kubecrew route).

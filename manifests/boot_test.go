@@ -20,7 +20,7 @@ import (
 // routes file from its ConfigMap) and asks them /health, /ready and /info.
 // It catches what no schema check can: a ConfigMap value the binary refuses
 // (LOG_LEVEL=DEBUG, a malformed routes file), a persona setting shadowed by
-// the manifest (seed §5, verified on the binary's own /info), a slow boot.
+// the manifest (verified on the binary's own /info), a slow boot.
 //
 // Binaries: $KUBECREW_AGENT_BIN and $KUBECREW_CORE_BIN.
 
@@ -241,7 +241,7 @@ func checkInfo(t *testing.T, r *Render, d *Deployment, info map[string]any) {
 	// Tools and iterations come from the persona files, not the manifest.
 	for _, k := range []string{"AGENT_TOOLS", "AGENT_MAX_ITERATIONS"} {
 		if _, src := setting(k); src == "env" {
-			t.Errorf("%s: the binary reports %s from the environment: the manifest shadows the persona file (seed §5)", d.Ref(), k)
+			t.Errorf("%s: the binary reports %s from the environment: the manifest shadows the persona file", d.Ref(), k)
 		}
 	}
 	env := effectiveEnv(r, d.Spec.Template.Spec.Containers[0])

@@ -10,7 +10,7 @@ import (
 )
 
 // Labels every kubecrew object carries. Sol refuses to act on workloads
-// labelled PartOf=PartOfValue (seed §23: the loop restarted its own detector).
+// labelled PartOf=PartOfValue (the loop restarted its own detector).
 const (
 	PartOf      = "app.kubernetes.io/part-of"
 	PartOfValue = "kubecrew"
@@ -28,7 +28,7 @@ type Agent struct {
 	Replicas int
 }
 
-// Fleet is the five personas (ARCHITECTURE §1).
+// Fleet is the five personas (docs/ARCHITECTURE.md).
 var Fleet = []Agent{
 	{"noor", "platform-sre", 1},
 	{"sol", "k8s-engineer", 1},
@@ -62,7 +62,7 @@ type Contract struct {
 	// AgentEnv and CoreEnv: every variable the binary reads (nil = unchecked).
 	AgentEnv, CoreEnv map[string]bool
 	// PersonaKeys: keys set by any agents/*/agent.env; the shared ConfigMap
-	// must not set them (seed §5: the manifest silently wins).
+	// must not set them (the manifest silently wins).
 	PersonaKeys map[string]bool
 	// Binaries the image provides (absolute paths).
 	Binaries map[string]bool
@@ -221,7 +221,7 @@ func checkResources(ref string, ctr Container, ours bool, p *problems) {
 		if err != nil {
 			p.addf("%s: cpu limit %q: %v", ref, cpu, err)
 		} else if m < minCPULimitMilli {
-			p.addf("%s: cpu limit %s throttles boot (seed §17: 100m killed a slow boot); set none or >= %dm", ref, cpu, minCPULimitMilli)
+			p.addf("%s: cpu limit %s throttles boot (100m killed a slow boot); set none or >= %dm", ref, cpu, minCPULimitMilli)
 		}
 	}
 	if req, lim := res.Requests["memory"], res.Limits["memory"]; req != "" && lim != "" {
@@ -286,7 +286,7 @@ func checkProbes(ref string, ctr Container, p *problems) {
 		}
 	}
 	if okL && okS && ctr.LivenessProbe.InitialDelaySeconds > 0 {
-		p.addf("%s: livenessProbe initialDelaySeconds %d: the startupProbe is the boot budget (seed §17)", ref, ctr.LivenessProbe.InitialDelaySeconds)
+		p.addf("%s: livenessProbe initialDelaySeconds %d: the startupProbe is the boot budget", ref, ctr.LivenessProbe.InitialDelaySeconds)
 	}
 }
 
@@ -483,7 +483,7 @@ func checkTimeouts(r *Render, ref string, env map[string]envValue, p *problems) 
 	}
 	if a := r.Deployment("agent-platform-sre"); a != nil && okC && len(a.Spec.Template.Spec.Containers) > 0 {
 		if llm, ok := parseSeconds(effectiveEnv(r, a.Spec.Template.Spec.Containers[0])["LLM_TIMEOUT"].value); ok && call <= llm {
-			p.addf("%s: AGENT_CALL_TIMEOUT %s must exceed the agents' LLM_TIMEOUT (seed §22: the caller hung up mid-call)", ref, env["AGENT_CALL_TIMEOUT"].value)
+			p.addf("%s: AGENT_CALL_TIMEOUT %s must exceed the agents' LLM_TIMEOUT (the caller hung up mid-call)", ref, env["AGENT_CALL_TIMEOUT"].value)
 		}
 	}
 }
@@ -535,7 +535,7 @@ func checkAgents(r *Render, want Expectations, c Contract, p *problems) {
 			if v.from == "env" && k == "PULSE_ENABLED" && want.PulseCronJob && a.Slug == "platform-sre" {
 				continue
 			}
-			p.addf("%s: %s is set by the %s and silently overrides agents/%s/agent.env (seed §5)", d.Ref(), k, v.from, a.Persona)
+			p.addf("%s: %s is set by the %s and silently overrides agents/%s/agent.env", d.Ref(), k, v.from, a.Persona)
 		}
 		for _, k := range []string{"LLM_API_KEY", "AUTH_TOKEN", "GITHUB_TOKEN", "DISCORD_WEBHOOK_URL", "DATABASE_URL"} {
 			checkSecretEnv(d.Ref(), ctr, k, k == "DATABASE_URL" && want.DatabaseRequired, p)

@@ -276,7 +276,7 @@ func CheckDockerfile(root string) ([]string, map[string]bool, error) {
 		}
 	}
 
-	// 3. No persona file is left out of the context (seed §5: a skill that
+	// 3. No persona file is left out of the context (a skill that
 	// does not ship fails nothing, the agent just lacks it).
 	_ = filepath.WalkDir(filepath.Join(root, "agents"), func(pth string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -1,5 +1,5 @@
 // Package manifests checks the rendered kustomize output of manifests/ and the
-// Dockerfile against the rules the seeds taught (ARCHITECTURE §8, §9): a
+// Dockerfile against the rules of docs/ARCHITECTURE.md: a
 // startupProbe before liveness, no CPU limit that throttles a boot, the
 // part-of label Sol refuses to act on, read-only RBAC without Secrets, the
 // persona files owning their settings, and an image that ships what the pods

@@ -10,7 +10,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/safetext"
 )
 
-// Metadata keys on every kubecrew A2A message (ARCHITECTURE §10). Extend,
+// Metadata keys on every kubecrew A2A message (docs/ARCHITECTURE.md). Extend,
 // never rename.
 const (
 	KeyVerb         = "kubecrew/verb"

@@ -1,7 +1,7 @@
 // Package api holds the wire types every kubecrew service shares: the run
 // request and result of an agent's POST /run, and the Finding that travels
 // between agents, the core and the store. These names are the public contract
-// of ARCHITECTURE §10; extend them, never rename them.
+// of docs/ARCHITECTURE.md; extend them, never rename them.
 package api
 
 import (

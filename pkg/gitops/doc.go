@@ -1,11 +1,11 @@
 // Package gitops is how kubecrew changes what runs: never the cluster, always
-// a pull request against the GitOps repository (ARCHITECTURE §5).
+// a pull request against the GitOps repository (docs/ARCHITECTURE.md).
 //
 // The edit. BumpMemory raises one container's resources.limits.memory by
 // splicing the new value over exactly the bytes of the old scalar, located by
 // yaml.v3 node positions. Nothing is re-serialised, so the diff is +1/−1 and
 // comments, quoting, flow mappings, block scalars, anchors and "---"
-// separators survive (seed §13, §19). Containers and initContainers are both
+// separators survive. Containers and initContainers are both
 // searched. Default 1.5×, never above 2×, rounded up to a whole Mi ("NGi"
 // when whole, else "NMi"). The result is re-parsed and must equal the input
 // in every document but that one value, or the edit is refused.
@@ -19,9 +19,9 @@
 // GITHUB_TOKEN and GITHUB_API_URL.
 //
 // The checks. TrivialMergeCheck is the one diff shape that may merge without
-// a person (seed §21), re-derived from the diff alone; VerifyDiffOnManifest
+// a person, re-derived from the diff alone; VerifyDiffOnManifest
 // applies the diff to the base file and checks the parsed YAML;
-// ReviewPR is Vera's five checks (seed §14). Which PR to review and what
+// ReviewPR is Vera's five checks. Which PR to review and what
 // to do about a finding are the personas' policy and live with them in
 // services/agent/internal/personas.
 //

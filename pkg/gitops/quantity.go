@@ -102,7 +102,7 @@ func ratioWithin(oldB, newB *big.Rat) bool {
 
 // Bump factors.
 const (
-	// DefaultFactor is the convention for a memory bump (seed §14, check 3).
+	// DefaultFactor is the convention for a memory bump (check 3).
 	DefaultFactor = 1.5
 	// MaxFactor is the largest bump any code path proposes or merges.
 	MaxFactor = 2

@@ -22,7 +22,7 @@ const (
 )
 
 // ReviewPR is Vera's deterministic review of an agent memory-bump PR: the
-// five checks of her pr-review-protocol skill (seed §14), each derived from
+// five checks of her pr-review-protocol skill, each derived from
 // the diff, the body and the manifest as it is on the base branch.
 //
 //  1. the diff matches the body: one file, +1/−1, and the body's
@@ -264,7 +264,7 @@ var (
 )
 
 // unboundedGrowth reports why a container's inline program grows memory
-// forever, or "". It is a heuristic for the pattern that bit (seed §14: a
+// forever, or "". It is a heuristic for the pattern that bit (a
 // cache-warmer appending 16MiB to a list in an endless loop): an endless
 // loop whose body adds to something and never removes, clears or leaves.
 func unboundedGrowth(script string) string {

@@ -45,7 +45,7 @@ type Options struct {
 	Metrics      *Metrics
 	Logger       *zap.Logger
 	// IsFleetWorkload reports workloads of the fleet itself, which Sol never
-	// changes (ARCHITECTURE §9.14). nil: the agent-<persona> deployments and
+	// changes (docs/ARCHITECTURE.md). nil: the agent-<persona> deployments and
 	// kubecrew-core.
 	IsFleetWorkload func(namespace, kind, name string) bool
 }

@@ -1,6 +1,6 @@
 // Package kube holds kubecrew's cluster tools: typed functions over client-go
 // that the model fills with validated slots (a kind from a fixed list, names
-// matching the DNS pattern), never flags or free text (ARCHITECTURE §4).
+// matching the DNS pattern), never flags or free text (docs/ARCHITECTURE.md).
 // Secrets are never read, listed or described by any tool. Summary tools
 // (cluster_problems) compute the broad view in code, with a coverage block.
 // The one write, k8s_rollout, goes through a single gated primitive.

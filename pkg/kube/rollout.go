@@ -37,7 +37,7 @@ const (
 	revisionAnnotation = "deployment.kubernetes.io/revision"
 	changeCause        = "kubernetes.io/change-cause"
 	// FleetLabel/FleetValue mark kubecrew's own workloads: never written to
-	// (ARCHITECTURE §9 lesson 14: the detector could restart itself).
+	// (the detector could restart itself).
 	FleetLabel = "app.kubernetes.io/part-of"
 	FleetValue = "kubecrew"
 )

@@ -22,7 +22,7 @@ type Runner interface {
 }
 
 // Leader decides whether this replica pulses: with several replicas only
-// the leader does (ARCHITECTURE §8). The default is the store's pulse lock;
+// the leader does (docs/ARCHITECTURE.md). The default is the store's pulse lock;
 // in a cluster the agent uses a Lease (NewLease).
 type Leader interface {
 	// Lead reports whether this replica leads now. The store lock is

@@ -1,5 +1,5 @@
 // Package tools defines what a tool is, how the registry resolves AGENT_TOOLS,
-// and the two safety gates (ARCHITECTURE §2.3). A tool never lets an error or
+// and the two safety gates (docs/ARCHITECTURE.md). A tool never lets an error or
 // a panic escape to the model: it answers "ERROR: …" text instead.
 package tools
 

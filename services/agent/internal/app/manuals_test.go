@@ -8,7 +8,7 @@ import (
 )
 
 // A manual that names a tool the agent lacks teaches it to attempt work it
-// cannot do (seed §16). Every tool name any persona file mentions must be in
+// cannot do. Every tool name any persona file mentions must be in
 // that persona's resolved tool list — checked against the binary's real
 // registry, not a copy of the names.
 func TestManualsNameOnlyToolsTheAgentHas(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package engine is the run engine every persona uses (ARCHITECTURE §2):
+// Package engine is the run engine every persona uses (docs/ARCHITECTURE.md):
 // prompt assembly, tool resolution through both safety gates, the ReAct
 // loop with a ceiling that keeps the work, the synthesis pass, delivery
 // precedence, backstops, and deterministic playbooks when no model is set.

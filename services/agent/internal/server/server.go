@@ -1,4 +1,4 @@
-// Package server is the agent's HTTP surface (ARCHITECTURE §10): POST /run,
+// Package server is the agent's HTTP surface (docs/ARCHITECTURE.md): POST /run,
 // GET /runs/{id}, /health, /ready, /info, /metrics. Other packages mount
 // their routes (A2A, pulse) on the same router through Handle.
 package server

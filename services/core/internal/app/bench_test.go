@@ -19,7 +19,7 @@ import (
 
 // benchWebhooks measures POST /api/v1/alerts through the core's handler:
 // webhooks of one alert each, cycling over 1,000 standing alerts already
-// investigated (the steady state of seed §23's storm: every decision is a
+// investigated (the steady state of an alert storm: every decision is a
 // cooldown, each recorded), reporting webhooks/s and latency percentiles.
 func benchWebhooks(b *testing.B, st store.CoreStore, parallelism int) {
 	routes := filepath.Join(b.TempDir(), "routes.yaml")

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// TestStorm is seed §23 in a minute: 10,000 webhooks carrying six standing
+// TestStorm is an alert storm in a minute: 10,000 webhooks carrying six standing
 // alerts (and, from the middle on, a seventh, fresh one) must make exactly
 // seven investigations — one per alert — with every request answered 2xx
 // and memory bounded.

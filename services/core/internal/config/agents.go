@@ -23,7 +23,7 @@ var Fleet = func() []Agent {
 }()
 
 // DefaultAlertAgent triages alerts: Noor, read-only. Alerts never go straight
-// to the actor (seed §17).
+// to the actor.
 const DefaultAlertAgent = persona.SlugNoor
 
 // ActorAgent is Sol, who acts on Noor's delegations — never on raw alerts.

@@ -25,8 +25,8 @@ const (
 	DefaultNamespace       = "kubecrew"
 	DefaultCallTimeout     = 600 * time.Second
 	DefaultCooldown        = 30 * time.Minute
-	// ModelCallCeiling is the floor of one model call through the gateway
-	// (seed §22): a caller that hangs up sooner throws away finished work.
+	// ModelCallCeiling is the floor of one model call through the gateway:
+	// a caller that hangs up sooner throws away finished work.
 	ModelCallCeiling = 400 * time.Second
 )
 

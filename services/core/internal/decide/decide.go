@@ -11,7 +11,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
-// Decisions (ARCHITECTURE §10).
+// Decisions (docs/ARCHITECTURE.md).
 const (
 	Dispatched = "dispatched"
 	Deduped    = "deduped"
