@@ -165,3 +165,35 @@ func TestFocusAlertedObject(t *testing.T) {
 		}
 	}
 }
+
+// A List the API server throttles (429) or that outlasts ListTimeout is
+// named as partial with why; what did answer is still reported.
+func TestVerdictThrottledAndTimedOutListsArePartial(t *testing.T) {
+	t.Parallel()
+	c, cs := brokenClient(t)
+	cs.PrependReactor("list", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewTooManyRequests("the server has received too many requests and has asked us to try again later", 1)
+	})
+	cs.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		time.Sleep(300 * time.Millisecond) // the fake ignores the context: wait past the timeout, then fail as client-go would
+		return true, nil, context.DeadlineExceeded
+	})
+	r, err := c.ClusterProblems(context.Background(), ProblemOptions{ListTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := map[string]string{}
+	for _, p := range r.Coverage.Partial {
+		why[p.List] = p.Why
+	}
+	if !strings.Contains(why["events"], "too many requests") || !strings.Contains(why["services"], "timed out after 100ms") || len(why) != 2 {
+		t.Errorf("partial = %+v", r.Coverage.Partial)
+	}
+	if r.Verdict() != VerdictIssuesFound || findProblem(r, fixtureNS, "Deployment", "oomkill", ReasonOOMKilled) == nil {
+		t.Errorf("verdict %s; the pods that answered must still be judged", r.Verdict())
+	}
+	first := strings.SplitN(r.Render(), "\n", 2)[0]
+	if !strings.HasPrefix(first, "PARTIAL CHECK: problems below, but not checked: unanswered (timed out, throttled or unreachable): events, services") {
+		t.Errorf("first line %q", first)
+	}
+}
