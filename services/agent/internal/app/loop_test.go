@@ -174,7 +174,7 @@ func TestDetectFixReviewLoopOnFixtures(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := again.Delegation; again.Verdict != api.VerdictDelegationRefused || d == nil || d.Verdict != api.VerdictRefused ||
-		!strings.Contains(d.Result, "settle window") {
+		!strings.Contains(d.Result, "settle window") || !strings.Contains(again.Answer, "did not act (verdict refused") {
 		t.Errorf("second sweep: verdict %q, delegation %+v; want delegation_refused with Sol's refusal and the settle window", again.Verdict, d)
 	}
 }

@@ -116,8 +116,9 @@ func (n *Noor) sweep(ctx context.Context, r *engine.Run, deterministic bool) err
 	switch {
 	case v == kube.VerdictUnknown || v == kube.VerdictPartial:
 		r.SetVerdict(v)
-	case del != nil && del.Sent && del.Error == "":
-		r.SetVerdict("delegated")
+	case del != nil:
+		// delegated only when Sol acted; refused or failed otherwise (pkg/api)
+		r.SetVerdict(del.Outcome())
 	case len(rep.Problems) == 0 && rep.Focus != nil && rep.Focus.State == "recovered":
 		r.SetVerdict("recovered")
 	case len(fs) == 0:
@@ -197,6 +198,10 @@ func sweepAnswer(rep *kube.ProblemReport, fs []api.Finding, del *api.Delegation)
 	if del != nil {
 		b.WriteString("\n")
 		switch {
+		case del.Outcome() == api.VerdictDelegationRefused:
+			fmt.Fprintf(&b, "Asked %s to fix %s; it did not act (verdict %s, their run %s): %s", del.To, del.Finding.Key, del.Verdict, del.RunID, playbook.FirstLine(del.Result))
+		case del.Sent && del.Error == "" && del.Verdict == api.VerdictActionFailed:
+			fmt.Fprintf(&b, "Asked %s to fix %s; its action failed (their run %s): %s", del.To, del.Finding.Key, del.RunID, playbook.FirstLine(del.Result))
 		case del.Sent && del.Error == "":
 			fmt.Fprintf(&b, "Delegated %s to %s (their run %s): %s", del.Finding.Key, del.To, del.RunID, playbook.FirstLine(del.Result))
 		case del.Sent:
