@@ -235,7 +235,7 @@ func (c *Client) collect(ctx context.Context, ns string, timeout time.Duration) 
 			defer cancel()
 			pages := 0
 			err := run(lctx, &pages)
-			if err != nil && errors.Is(context.Cause(lctx), errListTimeout) && ctx.Err() == nil {
+			if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(context.Cause(lctx), errListTimeout) && ctx.Err() == nil {
 				err = fmt.Errorf("%w: timed out after %s", ErrClusterUnavailable, timeout)
 			}
 			mu.Lock()
