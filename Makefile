@@ -9,7 +9,7 @@ MODULES := pkg agents services/agent services/core
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/kubecrew/kubecrew/pkg/buildinfo.Version=$(VERSION)
 
-.PHONY: help build test run e2e lint bench checkdeps vet fmt staticcheck sizes clean
+.PHONY: help build test run e2e lint bench fuzz checkdeps vet fmt staticcheck sizes clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ sizes: ## the size ratchet: files <= 600 lines, functions <= 100 (tables excepte
 	cd pkg && KUBECREW_LINT=1 $(GO) test -count=1 -run 'TestSizeRatchet' ./archtest
 
 lint: fmt vet staticcheck sizes ## gofmt, go vet, staticcheck, the size ratchet
+
+fuzz: ## every fuzz target for FUZZTIME each (default 3s; FUZZTIME=10m for a campaign)
+	hack/fuzz.sh
 
 bench: ## benchmarks (figures for the issue notes)
 	hack/bench.sh

@@ -43,6 +43,12 @@ for m in pkg agents services/agent services/core; do
   (cd "$m" && go test -count=1 -timeout 12m ./...) || status=1
 done
 make --no-print-directory staticcheck || status=1
+# A short fuzz budget in CI (every target a few seconds); the seed corpora
+# already ran as tests above.
+if [[ "${CI:-}" == "true" ]]; then
+  log "fuzz budget"
+  FUZZTIME=${FUZZTIME:-3s} hack/fuzz.sh || status=1
+fi
 
 # 6. manifests: render every overlay, server-side dry-run, RBAC asked of the real authorizer
 log "manifests check"

@@ -1,8 +1,10 @@
 package redact
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // planted are secrets of every kind String redacts, each on a line of its
@@ -69,6 +71,26 @@ func FuzzURL(f *testing.F) {
 		u := scheme + "://u:" + secret + "@" + rest
 		if out := URL(u); strings.Contains(out, secret) && !strings.Contains(rest, secret) {
 			t.Fatalf("URL(%q) = %q", u, out)
+		}
+	})
+}
+
+// FuzzJSON: JSON never panics, keeps valid JSON valid, and never lets a
+// value under a secret-looking key through.
+func FuzzJSON(f *testing.F) {
+	f.Add([]byte(`{"LLM_BASE_URL":{"value":"https://u:p@h/?token=t"},"password":"x","n":[1,"bearer abcdefgh1"]}`), "Pl4ntedJsonSecret")
+	f.Add([]byte(`[]`), "x")
+	f.Fuzz(func(t *testing.T, doc []byte, secret string) {
+		out, _ := JSON(doc)
+		if json.Valid(doc) && !json.Valid(out) {
+			t.Fatalf("valid JSON %q became invalid: %q", doc, out)
+		}
+		if secret == "" || strings.ContainsAny(secret, "\"\\") || !utf8.ValidString(secret) {
+			return
+		}
+		planted, _ := json.Marshal(map[string]any{"api_token": secret, "doc": json.RawMessage(`{}`)})
+		if out, _ := JSON(planted); strings.Contains(string(out), secret) && !strings.Contains("[REDACTED:secret-pair]", secret) {
+			t.Fatalf("planted %q leaked: %s", secret, out)
 		}
 	})
 }
