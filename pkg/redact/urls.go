@@ -28,9 +28,8 @@ func findURLs(s, _ string) []span {
 		}
 		at := i + j
 		i = at + 3
-		if at == 0 || !schemeByte(s[at-1]) {
-			continue
-		}
+		// Whatever precedes "://" (a scheme, a typo, nothing), what follows
+		// is read as an authority: a credential there is one.
 		end := i
 		for end < len(s) && !urlEnd(s[end]) {
 			end++
@@ -39,10 +38,6 @@ func findURLs(s, _ string) []span {
 		i = end
 	}
 	return out
-}
-
-func schemeByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'
 }
 
 func urlEnd(c byte) bool {
