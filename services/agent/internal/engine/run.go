@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,37 +125,95 @@ func (r *Run) Event(ctx context.Context, typ string, data any) {
 // tool_call / tool_result (and guard_denied) in the trace, and counts it.
 // Args may be a json.RawMessage or any value to marshal.
 func (r *Run) CallTool(ctx context.Context, id, name string, args any) (out, outcome string) {
-	var raw json.RawMessage
-	switch a := args.(type) {
-	case json.RawMessage:
-		raw = a
-	case []byte:
-		raw = a
-	case string:
-		raw = json.RawMessage(a)
-	default:
-		raw, _ = json.Marshal(a)
-	}
-	r.Event(ctx, "tool_call", map[string]any{"id": id, "name": name, "args": rawOrString(raw)})
-	start := r.e.now()
+	start := r.startCall(ctx, id, name, args, "")
 	var redacted redact.Counts
-	if _, ok := r.Tools.Get(name); !ok {
-		if _, exists := r.e.opts.Tools.Get(name); exists {
-			// The name gate removed it: an autonomous run asked for a tool it may not have.
-			out = "ERROR: " + name + " is not available in an autonomous run (" + r.Req.WorkflowType + "); it was removed by the safety gate"
-			outcome = tools.OutcomeDenied
-			r.Event(ctx, "guard_denied", map[string]any{"gate": "name", "tool": name, "workflow_type": r.Req.WorkflowType})
-			r.e.metrics.guardDenials.WithLabelValues("name").Inc()
-		}
-	}
+	out, outcome = r.nameGate(ctx, name)
 	if outcome == "" {
-		res := r.Tools.Call(ctx, name, raw, r.e.opts.ToolOutputMax)
+		res := r.Tools.Call(ctx, name, rawArgs(args), r.e.opts.ToolOutputMax)
 		out, outcome, redacted = res.Output, res.Outcome, res.Redacted
 		if outcome == tools.OutcomeDenied {
 			r.Event(ctx, "guard_denied", map[string]any{"gate": "execution", "tool": name, "message": out})
 			r.e.metrics.guardDenials.WithLabelValues("execution").Inc()
 		}
 	}
+	r.finishCall(ctx, id, name, "", start, out, outcome, redacted)
+	return out, outcome
+}
+
+// CallTyped is CallTool for a playbook that needs a tool's structured
+// result rather than its text: fn calls the tool's mechanism directly, but
+// the call takes the same path as a model's — the tool must be in the run's
+// gated set (a playbook cannot reach a tool its agent was not given), the
+// mechanism's own execution gate applies, and the call is traced, counted,
+// measured and its text redacted and cut to the output budget. The text is
+// returned with fn's error.
+func (r *Run) CallTyped(ctx context.Context, id, name string, args any, fn func(ctx context.Context) (string, error)) (string, error) {
+	start := r.startCall(ctx, id, name, args, "playbook")
+	out, outcome := r.nameGate(ctx, name)
+	if _, ok := r.Tools.Get(name); !ok && outcome == "" {
+		out, outcome = "ERROR: "+name+" is not among this agent's tools (AGENT_TOOLS)", tools.OutcomeUnknown
+	}
+	var err error
+	if outcome != "" {
+		err = errors.New(strings.TrimPrefix(out, "ERROR: "))
+	} else {
+		out, err = fn(ctx)
+		outcome = tools.OutcomeOK
+		if err != nil {
+			outcome, out = tools.OutcomeError, "ERROR: "+err.Error()
+			if errors.Is(err, tools.ErrDenied) {
+				outcome = tools.OutcomeDenied
+				r.Event(ctx, "guard_denied", map[string]any{"gate": "execution", "tool": name, "message": out})
+				r.e.metrics.guardDenials.WithLabelValues("execution").Inc()
+			}
+		}
+	}
+	out, redacted := redact.String(out)
+	out = tools.Truncate(out, r.e.opts.ToolOutputMax)
+	r.finishCall(ctx, id, name, "playbook", start, out, outcome, redacted)
+	return out, err
+}
+
+func rawArgs(args any) json.RawMessage {
+	switch a := args.(type) {
+	case json.RawMessage:
+		return a
+	case []byte:
+		return a
+	case string:
+		return json.RawMessage(a)
+	}
+	raw, _ := json.Marshal(args)
+	return raw
+}
+
+// startCall records tool_call and returns when the call started.
+func (r *Run) startCall(ctx context.Context, id, name string, args any, by string) time.Time {
+	ev := map[string]any{"id": id, "name": name, "args": rawOrString(rawArgs(args))}
+	if by != "" {
+		ev["by"] = by
+	}
+	r.Event(ctx, "tool_call", ev)
+	return r.e.now()
+}
+
+// nameGate answers the call itself when name is not in the run's set: a
+// tool the safety gate removed from an autonomous run is denied, one the
+// agent was never given is unknown. "" outcome: the call may proceed.
+func (r *Run) nameGate(ctx context.Context, name string) (out, outcome string) {
+	if _, ok := r.Tools.Get(name); ok {
+		return "", ""
+	}
+	if _, exists := r.e.opts.Tools.Get(name); exists {
+		r.Event(ctx, "guard_denied", map[string]any{"gate": "name", "tool": name, "workflow_type": r.Req.WorkflowType})
+		r.e.metrics.guardDenials.WithLabelValues("name").Inc()
+		return "ERROR: " + name + " is not available in an autonomous run (" + r.Req.WorkflowType + "); it was removed by the safety gate", tools.OutcomeDenied
+	}
+	return "", ""
+}
+
+// finishCall counts the call and records tool_result.
+func (r *Run) finishCall(ctx context.Context, id, name, by string, start time.Time, out, outcome string, redacted redact.Counts) {
 	r.mu.Lock()
 	if r.calls == nil {
 		r.calls = map[string]int{}
@@ -164,13 +223,15 @@ func (r *Run) CallTool(ctx context.Context, id, name string, args any) (out, out
 	r.e.metrics.toolCalls.WithLabelValues(metricToolName(r.e.opts.Tools, name), outcome).Inc()
 	ev := map[string]any{"id": id, "name": name, "outcome": outcome,
 		"output": out, "duration_ms": r.e.now().Sub(start).Milliseconds()}
+	if by != "" {
+		ev["by"] = by
+	}
 	if redacted.Total() > 0 {
 		// How many values of which kind, never the values (README.md, "Redaction").
 		ev["redacted"] = redacted
 		r.e.metrics.redacted(redacted)
 	}
 	r.Event(ctx, "tool_result", ev)
-	return out, outcome
 }
 
 // metricToolName keeps the label bounded: a name the model invented is

@@ -22,8 +22,8 @@ type Persona interface {
 	Playbook() engine.Playbook
 	// Backstop runs after a model run, or is nil.
 	Backstop() engine.Backstop
-	// Tools are the registry tools the persona's code calls by name (its
-	// shipped AGENT_TOOLS must grant them).
+	// Tools are the registry tools the persona's code calls, all through
+	// the run's gated, counted path (its shipped AGENT_TOOLS grant them).
 	Tools() []string
 }
 

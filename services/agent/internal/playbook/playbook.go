@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
-	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 )
 
@@ -23,24 +22,11 @@ func Call(ctx context.Context, r *engine.Run, n int, name string, args any) (str
 	return out, outcome == "ok"
 }
 
-// Traced records a typed call made by a playbook as tool_call/tool_result,
-// so the trace shows what the playbook read.
+// Traced runs fn, a typed call to the mechanism behind tool name, through
+// the run's gated, counted path (engine.Run.CallTyped): the agent must have
+// the tool, and the trace shows what the playbook read.
 func Traced(ctx context.Context, r *engine.Run, id, name string, args any, fn func() (string, error)) (string, error) {
-	raw, _ := json.Marshal(args)
-	r.Event(ctx, "tool_call", map[string]any{"id": id, "name": name, "args": json.RawMessage(raw), "by": "playbook"})
-	out, err := fn()
-	outcome := "ok"
-	if err != nil {
-		outcome, out = "error", "ERROR: "+err.Error()
-	}
-	// The same redaction as every tool output (pkg/tools, README.md "Redaction").
-	out, n := redact.String(out)
-	ev := map[string]any{"id": id, "name": name, "outcome": outcome, "output": out, "by": "playbook"}
-	if n.Total() > 0 {
-		ev["redacted"] = n
-	}
-	r.Event(ctx, "tool_result", ev)
-	return out, err
+	return r.CallTyped(ctx, id, name, args, func(context.Context) (string, error) { return fn() })
 }
 
 // FindingFromContext reads the delegated finding (context.finding).

@@ -39,9 +39,10 @@ func New(cluster Cluster) *Noor { return &Noor{cluster: cluster} }
 // Slug is Noor's slug.
 func (*Noor) Slug() string { return Slug }
 
-// Tools are the registry tools her code calls by name: none (the sweep
-// reads the cluster directly and delegates through the engine).
-func (*Noor) Tools() []string { return nil }
+// Tools are the registry tools her code calls: cluster_problems (through
+// the run's gated path, for its structured report); she delegates through
+// the engine.
+func (*Noor) Tools() []string { return []string{"cluster_problems"} }
 
 // Playbook is the sweep, or nil without a cluster.
 func (n *Noor) Playbook() engine.Playbook {

@@ -42,9 +42,11 @@ func New(rv Reviewer) *Vera { return &Vera{rv: rv} }
 // Slug is Vera's slug.
 func (*Vera) Slug() string { return Slug }
 
-// Tools are the registry tools her code calls by name: none (the pass
-// reviews through the GitOps service directly).
-func (*Vera) Tools() []string { return nil }
+// Tools are the registry tools her code calls, each through the run's
+// gated path.
+func (*Vera) Tools() []string {
+	return []string{"list_agent_prs", "get_pr", "review_pr", "merge_if_trivial"}
+}
 
 // Playbook is the review pass, or nil without a GitOps repository.
 func (v *Vera) Playbook() engine.Playbook {
@@ -134,44 +136,51 @@ func prNumber(r *engine.Run) (int, bool) {
 }
 
 // review: one PR per run — the one named, else the oldest open agent PR
-// she has not reviewed — the five checks, one verdict, and merge_if_trivial
-// after an approval.
+// she has not reviewed (NextPR, read through list_agent_prs) — the five
+// checks, one verdict, and merge_if_trivial after an approval. Every read
+// and write goes through the run's gated, counted tool path.
 func review(ctx context.Context, r *engine.Run, rv Reviewer) error {
 	n, named := prNumber(r)
-	var out *gitops.ReviewOutcome
-	var err error
-	if named {
-		out, err = reviewOne(ctx, r, rv, n)
-	} else {
-		_, err = playbook.Traced(ctx, r, "playbook-1", "review_oldest_agent_pr", map[string]string{}, func() (string, error) {
-			var e error
-			out, e = ReviewOldest(ctx, rv)
-			if e != nil {
-				return "", e
-			}
-			if out == nil {
+	call := 1
+	if !named {
+		var next gitops.PR
+		var found bool
+		if _, err := playbook.Traced(ctx, r, "playbook-1", "list_agent_prs", map[string]string{"state": gitops.StateOpen}, func() (string, error) {
+			var err error
+			next, found, err = NextPR(ctx, rv)
+			switch {
+			case err != nil:
+				return "", err
+			case !found:
 				return "no open agent PR waiting for my review", nil
 			}
-			return describeReview(out), nil
-		})
+			return fmt.Sprintf("oldest open agent PR waiting for my review: #%d %q by %s", next.Number, next.Title, next.Author), nil
+		}); err != nil {
+			return err
+		}
+		if !found {
+			r.SetAnswer("Nothing to review: no open agent PR is waiting for my review.")
+			r.SetVerdict("nothing_to_review")
+			return nil
+		}
+		n, call = next.Number, 2
 	}
+	out, err := reviewOne(ctx, r, rv, n, call)
 	if err != nil {
 		return err
-	}
-	if out == nil {
-		r.SetAnswer("Nothing to review: no open agent PR is waiting for my review.")
-		r.SetVerdict("nothing_to_review")
-		return nil
 	}
 	r.SetAnswer(describeReview(out))
 	r.SetVerdict(out.Verdict)
 	return nil
 }
 
-func reviewOne(ctx context.Context, r *engine.Run, rv Reviewer, n int) (*gitops.ReviewOutcome, error) {
+// reviewOne reviews PR n: get_pr (the checks' verdict), review_pr, and
+// merge_if_trivial after an approval; trace ids from playbook-<call>.
+func reviewOne(ctx context.Context, r *engine.Run, rv Reviewer, n, call int) (*gitops.ReviewOutcome, error) {
+	id := func() string { defer func() { call++ }(); return fmt.Sprintf("playbook-%d", call) }
 	args := map[string]int{"number": n}
 	var view *gitops.PRView
-	if _, err := playbook.Traced(ctx, r, "playbook-1", "get_pr", args, func() (string, error) {
+	if _, err := playbook.Traced(ctx, r, id(), "get_pr", args, func() (string, error) {
 		var err error
 		view, err = rv.GetPR(ctx, n)
 		if err != nil {
@@ -183,14 +192,14 @@ func reviewOne(ctx context.Context, r *engine.Run, rv Reviewer, n int) (*gitops.
 		return nil, err
 	}
 	out := &gitops.ReviewOutcome{PR: view.PR, Verdict: view.SuggestedVerdict, Body: view.SuggestedBody}
-	if _, err := playbook.Traced(ctx, r, "playbook-2", "review_pr", map[string]any{"number": n, "verdict": out.Verdict}, func() (string, error) {
+	if _, err := playbook.Traced(ctx, r, id(), "review_pr", map[string]any{"number": n, "verdict": out.Verdict}, func() (string, error) {
 		_, err := rv.Review(ctx, n, out.Verdict, out.Body)
 		return "submitted " + out.Verdict, err
 	}); err != nil {
 		return nil, err
 	}
 	if out.Verdict == gitops.VerdictApprove {
-		if _, err := playbook.Traced(ctx, r, "playbook-3", "merge_if_trivial", args, func() (string, error) {
+		if _, err := playbook.Traced(ctx, r, id(), "merge_if_trivial", args, func() (string, error) {
 			m, err := rv.MergeIfTrivial(ctx, n)
 			out.Merge = m
 			if err != nil {
