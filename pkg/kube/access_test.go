@@ -1,8 +1,13 @@
 package kube
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 )
 
 func TestNeedsOf(t *testing.T) {
@@ -43,4 +48,24 @@ func TestDenied(t *testing.T) {
 	if got := Denied(gs); got != "" {
 		t.Errorf("all allowed: %q", got)
 	}
+}
+
+// BenchmarkCheckAccess is what one uncached /ready costs Noor on the real
+// API server: one SelfSubjectAccessReview per permission her tools need,
+// concurrently.
+func BenchmarkCheckAccess(b *testing.B) {
+	env := kubetest.Start(b)
+	c, err := Connect(env.Kubeconfig, "", zap.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	needs := NeedsOf([]string{ToolClusterProblems, ToolGetResources, ToolDescribe, ToolGetEvents, ToolPodLogs, ToolGetYAML, ToolAPIResources, ToolNodes})
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.CheckAccess(ctx, needs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(needs)), "reviews/op")
 }
