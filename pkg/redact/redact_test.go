@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -113,5 +114,23 @@ func TestCountMarkers(t *testing.T) {
 	n := CountMarkers("a: '[REDACTED:configmap-value]' b: [REDACTED:configmap-value] c: [REDACTED:nonsense] [REDACTED:jwt")
 	if n.String() != "configmap-value=2" {
 		t.Fatalf("got %v", n)
+	}
+}
+
+func TestWriter(t *testing.T) {
+	var b strings.Builder
+	w := NewWriter(&b)
+	lines := []string{
+		`{"level":"info","msg":"ready","port":8080}` + "\n",
+		`{"level":"warn","msg":"peer down","url":"http://u:Pl4nted@peer:8000","error":"dial: token=Pl4ntedTok"}` + "\n",
+	}
+	for _, l := range lines {
+		if n, err := w.Write([]byte(l)); err != nil || n != len(l) {
+			t.Fatalf("Write = %d, %v", n, err)
+		}
+	}
+	got := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(got) != 2 || got[0] != strings.TrimSpace(lines[0]) || strings.Contains(got[1], "Pl4nted") || !json.Valid([]byte(got[1])) {
+		t.Fatalf("log:\n%s", b.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kubecrew/kubecrew/pkg/buildinfo"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 )
 
 const usage = `agent — one kubecrew agent; AGENT_PERSONA picks the persona (noor, sol, vera, dax, ada or the slug).
@@ -24,6 +25,6 @@ func NewLogger(w io.Writer, level string) *zap.Logger {
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(w), lvl)
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(redact.NewWriter(w)), lvl)
 	return zap.New(core)
 }
