@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
@@ -92,20 +93,34 @@ func TestReadyForbiddenIdentityOnRealAPIServer(t *testing.T) {
 		}
 	}
 
-	// Granted exactly what the tools need (the manifests' reader role), it is ready.
-	kc = kubeconfigWith(t, env, []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods", "pods/log", "events", "nodes", "namespaces", "services", "configmaps", "persistentvolumeclaims"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list"}},
-		{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"}, Verbs: []string{"get", "list"}},
-	})
+	// Granted exactly what the manifests grant every agent (the ClusterRole
+	// kubecrew-cluster-reader in manifests/base/rbac.yaml), it is ready: the
+	// shipped RBAC covers every permission readiness asks for.
+	kc = kubeconfigWith(t, env, manifestRules(t, "kubecrew-cluster-reader"))
 	a = start(t, map[string]string{"AGENT_PERSONA": "noor", "KUBECONFIG": kc})
 	if code, r := getReady(t, a); code != http.StatusOK || !r.Ready || !strings.HasPrefix(r.Cluster, "ok") {
 		t.Fatalf("/ready with the reader role = %d %+v", code, r)
+	}
+}
+
+// manifestRules reads the rules of the ClusterRole name from
+// manifests/base/rbac.yaml.
+func manifestRules(t *testing.T, name string) []rbacv1.PolicyRule {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "..", "..", "manifests", "base", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := k8syaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var role rbacv1.ClusterRole
+		if err := dec.Decode(&role); err != nil {
+			t.Fatalf("no ClusterRole %s in manifests/base/rbac.yaml: %v", name, err)
+		}
+		if role.Kind == "ClusterRole" && role.Name == name {
+			return role.Rules
+		}
 	}
 }
 
