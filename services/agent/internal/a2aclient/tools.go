@@ -41,27 +41,11 @@ type notifyArgs struct {
 	Message   string `json:"message" description:"what the agent should know; it gets no other context"`
 }
 
-// findingArg is an alias of an unnamed struct so its schema is inlined in
-// the tool's parameters (a named type would become a $ref).
-type findingArg = struct {
-	Key         string  `json:"key,omitempty" description:"ignored: the key is derived from the fields"`
-	Severity    string  `json:"severity" enum:"critical,high,medium,low" description:"critical, high, medium or low"`
-	Kind        string  `json:"kind" description:"Kubernetes kind of the affected workload, e.g. Deployment"`
-	Namespace   string  `json:"namespace" description:"namespace of the workload"`
-	Name        string  `json:"name" description:"name of the workload (the owner, not the pod)"`
-	Container   string  `json:"container,omitempty" description:"container, when the problem is one container's"`
-	Reason      string  `json:"reason" description:"short machine-like reason, e.g. OOMKilled"`
-	Detail      string  `json:"detail,omitempty" description:"one line of evidence"`
-	Remediation string  `json:"remediation,omitempty" description:"the fix you decided on"`
-	Remediable  bool    `json:"remediable,omitempty" description:"true when an agent may fix it"`
-	Confidence  float64 `json:"confidence,omitempty" description:"0..1"`
-}
-
 type delegateArgs struct {
-	AgentSlug string      `json:"agent_slug" description:"the agent that must act: its slug or persona name, e.g. k8s-engineer or sol"`
-	Decision  string      `json:"decision" description:"the decision, as an instruction: what to do to which workload and why (send the decision, not the question)"`
-	Finding   *findingArg `json:"finding,omitempty" description:"the finding to act on; it travels as structured data"`
-	Evidence  string      `json:"evidence,omitempty" description:"the evidence behind the decision (events, log lines, numbers)"`
+	AgentSlug string           `json:"agent_slug" description:"the agent that must act: its slug or persona name, e.g. k8s-engineer or sol"`
+	Decision  string           `json:"decision" description:"the decision, as an instruction: what to do to which workload and why (send the decision, not the question)"`
+	Finding   *api.FindingArgs `json:"finding,omitempty" description:"the finding to act on; it travels as structured data"`
+	Evidence  string           `json:"evidence,omitempty" description:"the evidence behind the decision (events, log lines, numbers)"`
 }
 
 // Tools returns ask_agent, notify_agent and delegate_task. None of them is
@@ -101,11 +85,7 @@ func (s *Client) Tools() []tools.Tool {
 				}
 				var f *api.Finding
 				if a.Finding != nil {
-					nf, err := a2a.NormalizeFinding(api.Finding{
-						Severity: a.Finding.Severity, Kind: a.Finding.Kind, Namespace: a.Finding.Namespace, Name: a.Finding.Name,
-						Container: a.Finding.Container, Reason: a.Finding.Reason, Detail: a.Finding.Detail,
-						Remediation: a.Finding.Remediation, Remediable: a.Finding.Remediable, Confidence: a.Finding.Confidence,
-					})
+					nf, err := a2a.NormalizeFinding(api.FindingFrom(*a.Finding))
 					if err != nil {
 						return "", err
 					}

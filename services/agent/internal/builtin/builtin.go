@@ -52,22 +52,9 @@ func loadSkill() tools.Tool {
 		})
 }
 
-type findingArgs struct {
-	Severity    string  `json:"severity" enum:"critical,high,medium,low" description:"critical, high, medium or low"`
-	Kind        string  `json:"kind" description:"Kubernetes kind of the affected object, e.g. Deployment"`
-	Namespace   string  `json:"namespace" description:"namespace of the object"`
-	Name        string  `json:"name" description:"name of the object (the owning workload for pods)"`
-	Container   string  `json:"container,omitempty" description:"container, when the problem is one container's"`
-	Reason      string  `json:"reason" description:"short machine-like reason, e.g. OOMKilled"`
-	Detail      string  `json:"detail" description:"one line of evidence"`
-	Remediation string  `json:"remediation" description:"what would fix it"`
-	Remediable  bool    `json:"remediable" description:"true when an agent may fix it (rollout restart or a memory-limit PR)"`
-	Confidence  float64 `json:"confidence,omitempty" description:"0..1"`
-}
-
 func reportFinding() tools.Tool {
 	return tools.New("report_finding", "Record one problem you found. Findings recorded here always reach the report, sorted by severity.", false,
-		func(ctx context.Context, a findingArgs) (string, error) {
+		func(ctx context.Context, a api.FindingArgs) (string, error) {
 			r := engine.RunFrom(ctx)
 			if r == nil {
 				return "", errNoRun
@@ -78,11 +65,7 @@ func reportFinding() tools.Tool {
 			if strings.TrimSpace(a.Name) == "" || strings.TrimSpace(a.Reason) == "" {
 				return "", errors.New("name and reason are required")
 			}
-			f := r.ReportFinding(api.Finding{
-				Severity: a.Severity, Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, Container: a.Container,
-				Reason: a.Reason, Detail: a.Detail, Remediation: a.Remediation, Remediable: a.Remediable,
-				Confidence: a.Confidence,
-			})
+			f := r.ReportFinding(api.FindingFrom(a))
 			return fmt.Sprintf("recorded finding %s (%s)", f.Key, f.Severity), nil
 		})
 }
