@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
+	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
 )
 
 // Noor's sweep on the real API server: coverage decides the verdict, and an
@@ -119,5 +120,22 @@ func TestNoorAlertActsOnTheAlertedWorkload(t *testing.T) {
 		"alert": alertDoc(map[string]string{"alertname": "KubePodNotReady", "namespace": ns, "deployment": "imagepull"})})
 	if res.Delegation != nil || !strings.Contains(res.Answer, "Nothing delegated: the alerted object "+ns+"/Deployment/imagepull") {
 		t.Errorf("delegation %+v, answer:\n%s", res.Delegation, res.Answer)
+	}
+}
+
+// In model mode too: a model that answers "all clear" while the agent's
+// identity could list nothing does not make the sweep healthy — Noor's
+// backstop sweeps and sets the verdict to unknown.
+func TestNoorModelModeCannotClaimHealthyUnchecked(t *testing.T) {
+	env := kubetest.Start(t)
+	kc := kubeconfigWith(t, env, nil)
+	srv := llmtest.NewServer(t, llmtest.Text("All clear: nothing is wrong in the cluster."),
+		llmtest.Text(`{"summary":"all clear","healthy":true,"verdict":"healthy","findings":[]}`))
+	e := modelEnv(srv, "noor")
+	e["KUBECONFIG"] = kc
+	a := start(t, e)
+	res := noorRun(t, a.url, api.WorkflowPulseTask, map[string]string{})
+	if res.Verdict != "unknown" || !strings.HasPrefix(res.Answer, "UNKNOWN — nothing could be checked") {
+		t.Errorf("verdict %q (answer %q), want unknown", res.Verdict, res.Answer)
 	}
 }

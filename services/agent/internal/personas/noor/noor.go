@@ -109,7 +109,10 @@ func (n *Noor) sweep(ctx context.Context, r *engine.Run, deterministic bool) err
 	v := rep.Verdict()
 	if !deterministic {
 		if v == kube.VerdictUnknown || v == kube.VerdictPartial {
+			// a model's all-clear over a sweep that could not check is not the
+			// answer; its text stays in the trace
 			r.SetVerdict(v)
+			r.SetAnswer(sweepAnswer(rep, fs, del))
 		}
 		return nil
 	}
