@@ -133,6 +133,7 @@ func TestNoorModelModeCannotClaimHealthyUnchecked(t *testing.T) {
 		llmtest.Text(`{"summary":"all clear","healthy":true,"verdict":"healthy","findings":[]}`))
 	e := modelEnv(srv, "noor")
 	e["KUBECONFIG"] = kc
+	e["AGENT_TOOLS"] = "load_skill,cluster_problems" // the backstop calls the tool through the agent's gate
 	a := start(t, e)
 	res := noorRun(t, a.url, api.WorkflowPulseTask, map[string]string{})
 	if res.Verdict != "unknown" || !strings.HasPrefix(res.Answer, "UNKNOWN — nothing could be checked") {
