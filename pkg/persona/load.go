@@ -7,6 +7,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/pulse"
 )
 
@@ -25,18 +26,7 @@ const MaxIdentityLines = 10
 
 // Error is a persona file the loader refuses. Line is 0 when the problem is
 // the whole file (missing, empty).
-type Error struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
+type Error = api.FileError
 
 func fileErr(file string, line int, format string, args ...any) error {
 	return &Error{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}

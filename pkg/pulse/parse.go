@@ -22,6 +22,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
 // Cadence is how often a task is due.
@@ -72,15 +74,7 @@ func TaskKey(c Cadence, text string) string {
 }
 
 // ParseError is a PULSE.md line the parser refuses.
-type ParseError struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *ParseError) Error() string {
-	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-}
+type ParseError = api.FileError
 
 // section states while scanning.
 type sectionState int

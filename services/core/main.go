@@ -19,7 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kubecrew/kubecrew/pkg/buildinfo"
-	"github.com/kubecrew/kubecrew/pkg/redact"
+	"github.com/kubecrew/kubecrew/pkg/logging"
 	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/app"
@@ -99,9 +99,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 }
 
 func newLogger(w io.Writer, level zapcore.Level) *zap.Logger {
-	enc := zap.NewProductionEncoderConfig()
-	enc.TimeKey = "ts"
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(redact.NewWriter(w))), level)
-	return zap.New(core).Named("core")
+	return logging.New(w, level).Named("core")
 }

@@ -113,14 +113,8 @@ func Guard(t httpauth.Tokens) func(http.Handler) http.Handler {
 	}
 }
 
-// WriteJSON writes v with status code.
-func WriteJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-}
+// WriteJSON writes v with status code (api.WriteJSON).
+func WriteJSON(w http.ResponseWriter, code int, v any) { api.WriteJSON(w, code, v) }
 
 // WriteError writes {"error": msg}.
 func WriteError(w http.ResponseWriter, code int, msg string) {

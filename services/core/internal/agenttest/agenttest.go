@@ -172,8 +172,4 @@ func (a *Agent) run(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, res)
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
+func writeJSON(w http.ResponseWriter, code int, v any) { api.WriteJSON(w, code, v) }

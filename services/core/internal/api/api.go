@@ -88,12 +88,8 @@ func Routes(r chi.Router, d Deps) {
 	r.With(paged).Get("/api/v1/audit", s.audit)
 }
 
-// WriteJSON writes v with code.
-func WriteJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v) // the client went away: nothing to do
-}
+// WriteJSON writes v with code (pkg/api's one JSON writer).
+func WriteJSON(w http.ResponseWriter, code int, v any) { kapi.WriteJSON(w, code, v) }
 
 // WriteError writes {"error": msg}.
 func WriteError(w http.ResponseWriter, code int, format string, args ...any) {

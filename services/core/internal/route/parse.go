@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/persona"
 )
 
@@ -30,18 +31,7 @@ type Options struct {
 }
 
 // Error is a problem in a routes file at a line.
-type Error struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
+type Error = kapi.FileError
 
 // Parse reads a routes file. name is used in error messages.
 func Parse(name string, data []byte, o Options) (*Routes, error) {

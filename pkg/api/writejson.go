@@ -1,0 +1,17 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// WriteJSON writes v as the JSON answer with status code: the one JSON
+// writer of both services. HTML characters are not escaped (the bodies are
+// JSON, not HTML); a write error means the client went away.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
