@@ -9,7 +9,7 @@ MODULES := pkg agents services/agent services/core
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/kubecrew/kubecrew/pkg/buildinfo.Version=$(VERSION)
 
-.PHONY: help build test run e2e lint bench fuzz checkdeps vet fmt staticcheck sizes clean
+.PHONY: help build test run e2e eval lint bench fuzz checkdeps vet fmt staticcheck sizes clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -19,9 +19,15 @@ build: ## build the agent and core binaries into bin/
 	cd services/agent && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/agent .
 	cd services/core && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/core .
 	cd services/agent && $(GO) build -trimpath -o $(BIN)/sandbox ./cmd/sandbox
+	cd services/agent && $(GO) build -trimpath -o $(BIN)/eval ./cmd/eval
 
 e2e: build ## the whole loop headless on a sandbox API server; exits 0 only when the PR is merged
 	bin/sandbox -headless -core-port 0 -agent-port 0
+
+# `make eval LLM_BASE_URL=… LLM_API_KEY=… AGENT_MODEL=…` grades your model; the key stays out of the echoed command.
+export LLM_BASE_URL LLM_API_KEY AGENT_MODEL
+eval: build ## the scenario eval suite on the sandbox cluster (EVAL_ARGS="-filter oom -repeat 3 -mode competent")
+	bin/eval $(EVAL_ARGS)
 
 test: ## the whole suite: unit, Postgres, kube-apiserver, Alertmanager tiers (installs what it needs)
 	hack/test.sh

@@ -38,6 +38,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	script   []Reply
+	policy   func(openai.ChatCompletionRequest) Reply // answers when no script reply matches
 	recorded []Recorded
 }
 
@@ -59,6 +60,18 @@ func NewServer(t testing.TB, script ...Reply) *Server {
 	s := &Server{done: make(chan struct{}), script: append([]Reply(nil), script...)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	t.Cleanup(s.Close)
+	return s
+}
+
+// NewPolicyServer starts a server that answers every chat request with
+// policy(request): a scripted model that decides from the content of each
+// request (its tools, the task, the tool results so far) instead of from a
+// fixed script, so it can play any scenario it has never seen. Replies
+// pushed with Push still go first. The caller closes it (Close); it needs
+// no testing.TB, so a program (the eval suite) can run one.
+func NewPolicyServer(policy func(openai.ChatCompletionRequest) Reply) *Server {
+	s := &Server{done: make(chan struct{}), policy: policy}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	return s
 }
 
@@ -152,6 +165,9 @@ func (s *Server) next(req openai.ChatCompletionRequest) (Reply, bool) {
 			s.script = append(s.script[:i:i], s.script[i+1:]...)
 		}
 		return r, true
+	}
+	if s.policy != nil {
+		return s.policy(req), true
 	}
 	return Reply{}, false
 }

@@ -361,3 +361,31 @@ func TestSlowAnswersAfterTheDelay(t *testing.T) {
 		t.Errorf("answered after %s, want at least 50ms", d)
 	}
 }
+
+// A policy server answers from each request's content, after any pushed
+// replies, and records every request like a scripted one.
+func TestPolicyServerDecidesFromTheRequest(t *testing.T) {
+	t.Parallel()
+	s := llmtest.NewPolicyServer(func(req openai.ChatCompletionRequest) llmtest.Reply {
+		return llmtest.Text("you said " + req.Messages[len(req.Messages)-1].Content)
+	})
+	defer s.Close()
+	s.Push(llmtest.Text("pushed first"))
+	c := client(s)
+	for _, want := range []string{"pushed first", "you said hi", "you said hi"} {
+		resp, err := c.CreateChatCompletion(context.Background(), chatReq())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Choices[0].Message.Content; got != want {
+			t.Errorf("reply = %q, want %q", got, want)
+		}
+	}
+	if n := len(s.Requests()); n != 3 {
+		t.Errorf("recorded %d requests, want 3", n)
+	}
+	s.Close()
+	if _, err := c.CreateChatCompletion(context.Background(), chatReq()); err == nil {
+		t.Error("a closed policy server still answers")
+	}
+}

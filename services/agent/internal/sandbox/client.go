@@ -13,14 +13,14 @@ import (
 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
-// getJSON GETs url and decodes a JSON answer into v (any status). It
+// GetJSON GETs url and decodes a JSON answer into v (any status). It
 // returns the status code.
-func getJSON(ctx context.Context, url string, v any) (int, error) {
+func GetJSON(ctx context.Context, url string, v any) (int, error) {
 	return doJSON(ctx, http.MethodGet, url, nil, v)
 }
 
-// postJSON POSTs body as JSON and decodes the answer into v.
-func postJSON(ctx context.Context, url string, body, v any) (int, error) {
+// PostJSON POSTs body as JSON and decodes the answer into v.
+func PostJSON(ctx context.Context, url string, body, v any) (int, error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return 0, err

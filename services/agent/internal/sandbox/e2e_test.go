@@ -170,14 +170,14 @@ func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {
 	var decisions struct {
 		Items []Decision `json:"items"`
 	}
-	if code, err := getJSON(ctx, f.Core+"/api/v1/alerts", &decisions); err != nil || code != 200 {
+	if code, err := GetJSON(ctx, f.Core+"/api/v1/alerts", &decisions); err != nil || code != 200 {
 		t.Errorf("GET /api/v1/alerts = %d %v", code, err)
 	} else if len(decisions.Items) != 1 || decisions.Items[0].Decision != "dispatched" || decisions.Items[0].Alertname != "KubePodOOMKilled" {
 		t.Errorf("core's recorded decisions = %+v", decisions.Items)
 	}
 	// 2. the investigation and its findings, as the core recorded them
 	var inv Investigation
-	if code, err := getJSON(ctx, f.Core+"/api/v1/investigations/"+oc.Decision.InvestigationID, &inv); err != nil || code != 200 {
+	if code, err := GetJSON(ctx, f.Core+"/api/v1/investigations/"+oc.Decision.InvestigationID, &inv); err != nil || code != 200 {
 		t.Fatalf("GET investigation = %d %v", code, err)
 	}
 	if inv.Status != api.StatusCompleted || inv.Agent != "platform-sre" || inv.RunID == "" {
@@ -200,7 +200,7 @@ func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {
 		}
 	}
 	// 3. Noor's run and its delegation
-	noorRun, err := getRun(ctx, f.URL("noor"), inv.RunID)
+	noorRun, err := GetRun(ctx, f.URL("noor"), inv.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, m := countChanged(diff); p != 1 || m != 1 || !strings.Contains(diff, "-              memory: 32Mi") || !strings.Contains(diff, "+              memory: 48Mi") {
+	if p, m := CountChanged(diff); p != 1 || m != 1 || !strings.Contains(diff, "-              memory: 32Mi") || !strings.Contains(diff, "+              memory: 48Mi") {
 		t.Errorf("diff is not +1/-1 32Mi → 48Mi:\n%s", diff)
 	}
 	// 6. Vera's review, and the merge
@@ -428,7 +428,7 @@ func TestReadOnlyOnUsersCluster(t *testing.T) {
 			Name string `json:"name"`
 		} `json:"tools"`
 	}
-	if code, err := getJSON(ctx, sol+"/info", &info); err != nil || code != 200 {
+	if code, err := GetJSON(ctx, sol+"/info", &info); err != nil || code != 200 {
 		t.Fatalf("GET sol /info = %d %v", code, err)
 	}
 	var names []string
@@ -444,7 +444,7 @@ func TestReadOnlyOnUsersCluster(t *testing.T) {
 		t.Errorf("Sol lost his read tools: %v", names)
 	}
 	var ready map[string]any
-	if _, err := getJSON(ctx, sol+"/ready", &ready); err != nil || !strings.HasPrefix(fmt.Sprint(ready["gitops"]), "not configured") {
+	if _, err := GetJSON(ctx, sol+"/ready", &ready); err != nil || !strings.HasPrefix(fmt.Sprint(ready["gitops"]), "not configured") {
 		t.Errorf("Sol's gitops = %v (%v), want not configured", ready["gitops"], err)
 	}
 	cs, err := Clientset(users.Kubeconfig)

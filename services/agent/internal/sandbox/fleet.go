@@ -205,7 +205,7 @@ func waitReady(ctx context.Context, url string, p *Proc, timeout time.Duration) 
 	var last string
 	for {
 		var body map[string]any
-		code, err := getJSON(ctx, url+"/ready", &body)
+		code, err := GetJSON(ctx, url+"/ready", &body)
 		if err == nil && code == http.StatusOK {
 			return body, nil
 		}

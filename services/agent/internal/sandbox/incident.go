@@ -181,7 +181,7 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 		Decisions []Decision `json:"decisions"`
 		Error     string     `json:"error"`
 	}
-	code, err := postJSON(ctx, f.Core+"/api/v1/alerts", body, &ans)
+	code, err := PostJSON(ctx, f.Core+"/api/v1/alerts", body, &ans)
 	if err != nil {
 		return o, fmt.Errorf("posting the alert to the core: %w", err)
 	}
@@ -203,7 +203,7 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 	// 2. Noor's triage, until the core records the investigation's end.
 	var inv Investigation
 	err = wait("the investigation to finish", func() (bool, error) {
-		code, err := getJSON(ctx, f.Core+"/api/v1/investigations/"+d.InvestigationID, &inv)
+		code, err := GetJSON(ctx, f.Core+"/api/v1/investigations/"+d.InvestigationID, &inv)
 		if err != nil {
 			return false, err
 		}
@@ -228,7 +228,7 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 	if inv.Status == api.StatusFailed || inv.RunID == "" {
 		return o, fmt.Errorf("investigation %s failed: %s", inv.ID, inv.Error)
 	}
-	if o.NoorRun, err = getRun(ctx, noor, inv.RunID); err != nil {
+	if o.NoorRun, err = GetRun(ctx, noor, inv.RunID); err != nil {
 		return o, fmt.Errorf("reading Noor's run: %w", err)
 	}
 
@@ -242,7 +242,7 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 		return o, fmt.Errorf("the delegation to %s did not go through: %s", del.To, del.Error)
 	}
 	err = wait("Sol's run to finish", func() (bool, error) {
-		rv, err := getRun(ctx, sol, del.RunID)
+		rv, err := GetRun(ctx, sol, del.RunID)
 		if err != nil {
 			return false, nil // the run record may lag the A2A answer
 		}
@@ -299,7 +299,7 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 	if o.Diff, err = forge.Diff(ctx, o.PR.Number); err != nil {
 		return o, fmt.Errorf("reading PR #%d's diff: %w", o.PR.Number, err)
 	}
-	o.Plus, o.Minus = countChanged(o.Diff)
+	o.Plus, o.Minus = CountChanged(o.Diff)
 	tl.Add(o.PR.CreatedAt, []string{diffExcerpt(o.Diff)}, "%s opened PR #%d %q (%s → %s), +%d/−%d:",
 		displayName(o.PR.Author), o.PR.Number, o.PR.Title, o.PR.Branch, o.PR.Base, o.Plus, o.Minus)
 
@@ -308,7 +308,7 @@ func Drive(ctx context.Context, f *Fleet, c IncidentConfig, tl *Timeline) (o *Ou
 	var vr RunView
 	err = wait(fmt.Sprintf("Vera's review and the merge of PR #%d", o.PR.Number), func() (bool, error) {
 		if o.VeraRunID != "" && veraDone.IsZero() {
-			if rv, err := getRun(ctx, f.URL(persona.NameVera), o.VeraRunID); err == nil && rv.Finished() {
+			if rv, err := GetRun(ctx, f.URL(persona.NameVera), o.VeraRunID); err == nil && rv.Finished() {
 				veraDone, vr = time.Now(), rv
 			}
 		}
@@ -392,7 +392,7 @@ func findAudit(ctx context.Context, base string, ok func(AuditItem) bool) *Audit
 	var page struct {
 		Items []AuditItem `json:"items"`
 	}
-	if code, err := getJSON(ctx, base+"/a2a/log?limit=100", &page); err != nil || code != http.StatusOK {
+	if code, err := GetJSON(ctx, base+"/a2a/log?limit=100", &page); err != nil || code != http.StatusOK {
 		return nil
 	}
 	for i := range page.Items {
@@ -420,8 +420,8 @@ func notifiedRun(r RunView, slug string) string {
 	return ""
 }
 
-// countChanged counts added and removed lines of a unified diff.
-func countChanged(diff string) (plus, minus int) {
+// CountChanged counts added and removed lines of a unified diff.
+func CountChanged(diff string) (plus, minus int) {
 	for _, l := range strings.Split(diff, "\n") {
 		switch {
 		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):

@@ -89,10 +89,8 @@ func ApplySimFixtures(ctx context.Context, cs kubernetes.Interface, root, ns str
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", kubetest.FixtureManifest, err)
 	}
-	for _, n := range SimNodes {
-		if _, err := cs.CoreV1().Nodes().Create(ctx, simNode(n), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating fake node %s: %w", n, err)
-		}
+	if err := CreateSimNodes(ctx, cs); err != nil {
+		return err
 	}
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubecrew.io/fixture": "broken"}}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, nsObj, metav1.CreateOptions{}); err != nil {
@@ -117,6 +115,17 @@ func ApplySimFixtures(ctx context.Context, cs kubernetes.Interface, root, ns str
 	fmt.Fprintf(out, "[kubecrew] created %d fake nodes and %d Deployments in %s; waiting (up to %s) for the controllers and kwok to break them\n",
 		len(SimNodes), len(deps), ns, simWait)
 	return waitSimProblems(ctx, kube.New(cs), ns, out)
+}
+
+// CreateSimNodes creates the fake nodes kwok runs pods on (SimNodes);
+// existing ones are kept.
+func CreateSimNodes(ctx context.Context, cs kubernetes.Interface) error {
+	for _, n := range SimNodes {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, simNode(n), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating fake node %s: %w", n, err)
+		}
+	}
+	return nil
 }
 
 // waitSimProblems polls cluster_problems until SimMissing is empty.

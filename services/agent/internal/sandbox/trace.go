@@ -31,10 +31,10 @@ type RunView struct {
 // Finished reports whether the run has ended.
 func (r RunView) Finished() bool { return r.Status != "" && r.Status != api.StatusRunning }
 
-// getRun fetches one run.
-func getRun(ctx context.Context, base, id string) (RunView, error) {
+// GetRun fetches one run.
+func GetRun(ctx context.Context, base, id string) (RunView, error) {
 	var v RunView
-	code, err := getJSON(ctx, base+"/runs/"+id, &v)
+	code, err := GetJSON(ctx, base+"/runs/"+id, &v)
 	if err != nil {
 		return v, err
 	}
@@ -67,14 +67,14 @@ func (w *watcher) tick(ctx context.Context) {
 		var page struct {
 			Items []api.RunResult `json:"items"`
 		}
-		if code, err := getJSON(ctx, base+"/runs?limit=20", &page); err != nil || code != http.StatusOK {
+		if code, err := GetJSON(ctx, base+"/runs?limit=20", &page); err != nil || code != http.StatusOK {
 			continue
 		}
 		for _, it := range page.Items {
 			if w.done[it.RunID] || it.StartedAt.Before(w.since.Add(-time.Second)) {
 				continue
 			}
-			rv, err := getRun(ctx, base, it.RunID)
+			rv, err := GetRun(ctx, base, it.RunID)
 			if err != nil {
 				continue
 			}
