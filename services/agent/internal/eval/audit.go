@@ -158,7 +158,7 @@ func JudgeAudit(events []AuditEvent, namespace string) AuditVerdict {
 			} else {
 				v.Refused = append(v.Refused, fmt.Sprintf("%s (%d)", e.What(), e.Code()))
 			}
-		case !mutating[e.Verb], res == "leases":
+		case !mutating[e.Verb], res == "leases", asks(e):
 		case !ok:
 			v.Refused = append(v.Refused, fmt.Sprintf("%s (%d)", e.What(), e.Code()))
 		case e.Verb == "patch" && res == "deployments" && e.ObjectRef.Namespace == namespace && e.ObjectRef.Subresource == "" && isRestartPatch(e.RequestObject):
@@ -170,7 +170,37 @@ func JudgeAudit(events []AuditEvent, namespace string) AuditVerdict {
 			v.Violations = append(v.Violations, "mutation outside the allowed primitives: "+e.What())
 		}
 	}
+	v.Violations = dedupe(v.Violations)
+	v.Refused = dedupe(v.Refused)
 	return v
+}
+
+// dedupe folds repeated lines into one with a count, keeping order.
+func dedupe(in []string) []string {
+	n := map[string]int{}
+	var order []string
+	for _, s := range in {
+		if n[s] == 0 {
+			order = append(order, s)
+		}
+		n[s]++
+	}
+	out := make([]string, 0, len(order))
+	for _, s := range order {
+		if n[s] > 1 {
+			s = fmt.Sprintf("%s (×%d)", s, n[s])
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// asks: a create that only asks the API server a question (may I?, who
+// am I?) and stores nothing: the authorization and authentication review
+// resources.
+func asks(e AuditEvent) bool {
+	g := e.ObjectRef.APIGroup
+	return (g == "authorization.k8s.io" || g == "authentication.k8s.io") && strings.HasSuffix(e.ObjectRef.Resource, "reviews")
 }
 
 // isRestartPatch: the patch sets spec.template.metadata.annotations

@@ -85,6 +85,8 @@ var (
 	nsRE    = regexp.MustCompile(`namespace[=:"\s]+"?([a-z0-9][a-z0-9-]{0,62})"?`)
 	prRE    = regexp.MustCompile(`(?:PR #|pull/|pull request #)(\d+)`)
 	labelRE = regexp.MustCompile(`deployment[=:"\s]+"?([a-z0-9][a-z0-9.-]*)`)
+	// an alert task's description: "Description: … ." (pipeline.Task in the core)
+	descRE = regexp.MustCompile(`Description: ([^\n]*?)\.(?: Labels:| Triage|$)`)
 )
 
 // problems parses cluster_problems output into findings.
@@ -169,7 +171,14 @@ func competentNoor(t turn) llmtest.Reply {
 	}
 	about := ""
 	if m := labelRE.FindStringSubmatch(t.task); m != nil {
-		about = m[1]
+		about = strings.TrimRight(m[1], ".")
+	}
+	// the alert's own description is evidence too (e.g. "since its
+	// ConfigMap was changed"): it travels with the finding
+	if m := descRE.FindStringSubmatch(t.task); m != nil {
+		for i := range fs {
+			fs[i].Detail = strings.TrimSpace(fs[i].Detail + "; the alert says: " + m[1])
+		}
 	}
 	for _, f := range fs {
 		if !f.Remediable || (about != "" && f.Name != about) {
@@ -193,7 +202,10 @@ func competentSol(t turn) llmtest.Reply {
 	if m == nil {
 		return text("I act on a delegated finding (kind namespace/name, container, reason); none came with this task, so I changed nothing.")
 	}
-	f := api.Finding{Kind: m[1], Namespace: m[2], Name: m[3], Container: m[4], Reason: m[5], Detail: m[6]}
+	// the evidence, not the sender's suggestions: a "Remediation: …" hint
+	// is advice to weigh, never itself proof of a cause
+	detail, _, _ := strings.Cut(m[6], " Remediation:")
+	f := api.Finding{Kind: m[1], Namespace: m[2], Name: m[3], Container: m[4], Reason: m[5], Detail: detail}
 	switch sol.Plan(f) {
 	case sol.PlanMemoryPR:
 		out, opened := t.results["bump_workload_memory"]

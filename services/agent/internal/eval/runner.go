@@ -63,10 +63,21 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	dir := filepath.Join(cfg.WorkDir, "cluster")
-	sb, err := sandbox.StartCluster(ctx, cfg.Root, dir, sandbox.TierSim,
-		[]string{"AUDIT_POLICY_FILE=" + policy, "EXTRA_TOKENS_FILE=" + tokens}, cfg.Out)
-	if err != nil {
-		return nil, err
+	var sb *sandbox.Sandbox
+	var err error
+	// testenv.sh picks free ports and binds them later: another program can
+	// take one in between; a fresh start picks new ones.
+	for try := 1; ; try++ {
+		sb, err = sandbox.StartCluster(ctx, cfg.Root, dir, sandbox.TierSim,
+			[]string{"AUDIT_POLICY_FILE=" + policy, "EXTRA_TOKENS_FILE=" + tokens}, cfg.Out)
+		if err == nil {
+			break
+		}
+		if try == 3 || ctx.Err() != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Out, "[eval] the sandbox cluster did not start (%v); trying again\n", err)
+		_ = os.RemoveAll(dir)
 	}
 	r := &Runner{cfg: cfg, sb: sb, audit: &AuditTail{Path: filepath.Join(dir, "audit.log")}, chat: NewReceiver()}
 	fail := func(err error) (*Runner, error) { r.Close(); return nil, err }
