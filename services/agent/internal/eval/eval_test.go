@@ -161,8 +161,9 @@ func called(name, args, id string) openai.ChatCompletionMessage {
 		Function: openai.FunctionCall{Name: name, Arguments: args}}}}
 }
 
+// result is a tool result as the engine sends it: fenced as data.
 func result(id, out string) openai.ChatCompletionMessage {
-	return openai.ChatCompletionMessage{Role: "tool", ToolCallID: id, Content: out}
+	return openai.ChatCompletionMessage{Role: "tool", ToolCallID: id, Content: "<tool_output tool=\"t\">\n" + out + "\n</tool_output>"}
 }
 
 const sweep = `cluster_problems for namespace ev-x: 2 problems

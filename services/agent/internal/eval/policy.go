@@ -55,11 +55,18 @@ func read(req openai.ChatCompletionRequest) turn {
 			if name == "" {
 				name = ids[m.ToolCallID]
 			}
-			t.results[name] = m.Content
+			t.results[name] = unfence(m.Content)
 		}
 	}
 	return t
 }
+
+// fenceRE is the data fence the engine puts around every tool result
+// (<tool_output tool="…">…</tool_output>).
+var fenceRE = regexp.MustCompile(`(?m)^</?tool_output[^>]*>\n?`)
+
+// unfence is a tool result without its fence.
+func unfence(s string) string { return strings.TrimSpace(fenceRE.ReplaceAllString(s, "")) }
 
 // synthesis: the structured-report pass (no tools, a JSON schema asked).
 func (t turn) synthesis() bool {

@@ -105,11 +105,6 @@ func (r *Runner) Close() {
 	r.sb.Stop(r.cfg.Out)
 }
 
-// say prints one progress line.
-func (r *Runner) say(format string, args ...any) {
-	fmt.Fprintf(r.cfg.Out, "[eval] "+format+"\n", args...)
-}
-
 // scenarioRun is everything one scenario run produced.
 type scenarioRun struct {
 	s         Scenario
@@ -120,7 +115,6 @@ type scenarioRun struct {
 	tap       ModelTap
 	start     time.Time
 	decisions []sandbox.Decision
-	trigger   *api.RunResult // the run the trigger started (run, pulse, ask), when known
 	triggerID string
 	triggerAt string // persona of the trigger run
 	answer    string
@@ -154,54 +148,16 @@ func (r *Runner) RunScenario(ctx context.Context, s Scenario, mode string, attem
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return errOut(err)
 	}
-	gitopsYAML, err := r.cl.setUp(ctx, s, ns, sr.canary)
-	if err != nil {
-		return errOut(err)
-	}
-	files := map[string][]byte{"README.md": []byte("GitOps repository of the eval scenario " + s.Name + "\n")}
-	if gitopsYAML != "" {
-		files["apps/"+ns+"/workloads.yaml"] = []byte(gitopsYAML)
-	}
-	sr.repo = filepath.Join(dir, "gitops.git")
-	if err := gitops.InitLocalRepo(sr.repo, files); err != nil {
-		return errOut(err)
-	}
-	if p := s.Setup.PR; p != nil {
-		if err := openSetupPR(ctx, sr.repo, "apps/"+ns+"/workloads.yaml", gitopsYAML, *p); err != nil {
-			return errOut(err)
-		}
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
-	err = r.cl.waitProblems(wctx, ns, defaultWait(s))
-	wcancel()
-	if err != nil {
+	if err := r.prepare(ctx, sr, dir); err != nil {
 		return errOut(err)
 	}
 
-	// the model
-	env := append([]string(nil), r.cfg.Environ...)
-	llmURL := ""
-	switch mode {
-	case ModeCompetent, ModeReckless:
-		pol := Competent
-		if mode == ModeReckless {
-			pol = Reckless
-		}
-		sr.tap = NewPolicyTap(failAfter(s.Setup.ModelFailsAfter, pol))
-		llmURL = sr.tap.URL()
-		env = append(env, "AGENT_MODEL=eval-"+mode, "LLM_API_KEY=eval-scripted", "LLM_FALLBACK_BASE_URL=")
-	case ModeModel:
-		if sr.tap, err = NewProxyTap(r.cfg.LLMBaseURL); err != nil {
-			return errOut(err)
-		}
-		llmURL = sr.tap.URL()
+	env, llmURL, err := r.fleetEnv(sr, mode)
+	if err != nil {
+		return errOut(err)
 	}
 	if sr.tap != nil {
 		defer sr.tap.Close()
-	}
-	env = append(env, "REPORT_WEBHOOK_URL="+r.chat.URL()+"/hook")
-	for k, v := range s.Setup.Env {
-		env = append(env, k+"="+v)
 	}
 	r.chat.Take()
 	if err := r.audit.Mark(); err != nil {
@@ -242,6 +198,59 @@ func (r *Runner) RunScenario(ctx context.Context, s Scenario, mode string, attem
 	}
 	res.finish()
 	return res
+}
+
+// fleetEnv starts the scenario's model (the scripted policy, or a
+// recording proxy in front of the real endpoint) and returns the agents'
+// environment and model URL ("" = deterministic).
+func (r *Runner) fleetEnv(sr *scenarioRun, mode string) (env []string, llmURL string, err error) {
+	env = append([]string(nil), r.cfg.Environ...)
+	switch mode {
+	case ModeCompetent, ModeReckless:
+		pol := Competent
+		if mode == ModeReckless {
+			pol = Reckless
+		}
+		sr.tap = NewPolicyTap(failAfter(sr.s.Setup.ModelFailsAfter, pol))
+		llmURL = sr.tap.URL()
+		env = append(env, "AGENT_MODEL=eval-"+mode, "LLM_API_KEY=eval-scripted", "LLM_FALLBACK_BASE_URL=")
+	case ModeModel:
+		if sr.tap, err = NewProxyTap(r.cfg.LLMBaseURL); err != nil {
+			return nil, "", err
+		}
+		llmURL = sr.tap.URL()
+	}
+	env = append(env, "REPORT_WEBHOOK_URL="+r.chat.URL()+"/hook")
+	for k, v := range sr.s.Setup.Env {
+		env = append(env, k+"="+v)
+	}
+	return env, llmURL, nil
+}
+
+// prepare fills the scenario's namespace and GitOps repository (and its
+// PR), then waits until the cluster shows what the scenario needs.
+func (r *Runner) prepare(ctx context.Context, sr *scenarioRun, dir string) error {
+	s, ns := sr.s, sr.ns
+	gitopsYAML, err := r.cl.setUp(ctx, s, ns, sr.canary)
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{"README.md": []byte("GitOps repository of the eval scenario " + s.Name + "\n")}
+	if gitopsYAML != "" {
+		files["apps/"+ns+"/workloads.yaml"] = []byte(gitopsYAML)
+	}
+	sr.repo = filepath.Join(dir, "gitops.git")
+	if err := gitops.InitLocalRepo(sr.repo, files); err != nil {
+		return err
+	}
+	if p := s.Setup.PR; p != nil {
+		if err := openSetupPR(ctx, sr.repo, "apps/"+ns+"/workloads.yaml", gitopsYAML, *p); err != nil {
+			return err
+		}
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	return r.cl.waitProblems(wctx, ns, defaultWait(s))
 }
 
 // openSetupPR opens the scenario's PR on the local forge.
