@@ -102,9 +102,10 @@ func TestBrokenObjectsShape(t *testing.T) {
 	if warnings < 3600 || warnings > 3900 {
 		t.Errorf("%d Warning events, want ~3,700", warnings)
 	}
-	big, _ := LargeObjectsScaled("bx", now, 5)
-	if len(big.Namespaces) != 5*LargeNamespaces || len(big.Pods) < 6000 || len(big.Events) < 17000 {
-		t.Errorf("5x shape: %d ns, %d pods, %d events", len(big.Namespaces), len(big.Pods), len(big.Events))
+	// the 5x shape is checked where it is used, by BenchmarkClusterProblems5x (recall over the same plants)
+	two, _ := LargeObjectsScaled("bx", now, 2)
+	if len(two.Namespaces) != 2*LargeNamespaces || len(two.Pods) < 2400 || len(two.Events) < 7000 {
+		t.Errorf("2x shape: %d ns, %d pods, %d events", len(two.Namespaces), len(two.Pods), len(two.Events))
 	}
 }
 
