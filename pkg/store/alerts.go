@@ -85,6 +85,7 @@ type CoreStore interface {
 	Alerts
 	// Pruner applies RETENTION to the core's records (CoreData).
 	Pruner
+	Actions
 	Kind() string
 	Ping(ctx context.Context) error
 }

@@ -60,6 +60,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		{"dirty text", contractDirtyText},
 		{"bad keys and rejected alerts", contractBadKeys},
 		{"retention", contractPrune},
+		{"actions", contractActions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

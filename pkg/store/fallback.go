@@ -26,6 +26,9 @@ type snapshot struct {
 	invs       []Investigation
 	alerts     []AlertState
 	pulseLocks int
+	actions    []ActionRecord
+	// actionsState was set during the outage (At not zero).
+	actionsState ActionsState
 }
 
 func (m *Memory) snapshot() snapshot {
@@ -60,6 +63,8 @@ func (m *Memory) snapshot() snapshot {
 	for _, st := range m.alerts {
 		s.alerts = append(s.alerts, st)
 	}
+	s.actions = append(s.actions, m.actions...)
+	s.actionsState = m.actionsState
 	s.pulseLocks = len(m.locks)
 	return s
 }
@@ -149,6 +154,15 @@ func (p *Postgres) importSnapshot(ctx context.Context, s snapshot) error {
 		b.Queue(`INSERT INTO delivery_stamps (agent, task, target, body_hash, at) VALUES ($1,$2,$3,$4,$5)
 			ON CONFLICT (agent, task, target) DO UPDATE SET body_hash=EXCLUDED.body_hash, at=EXCLUDED.at
 			WHERE delivery_stamps.at <= EXCLUDED.at`, st.Agent, st.Task, st.Target, st.BodyHash, st.At)
+	}
+	for _, r := range s.actions {
+		b.Queue(`INSERT INTO actions (`+actionCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) ON CONFLICT (id) DO NOTHING`,
+			r.ID, r.Agent, r.RunID, r.Action, r.Namespace, r.Kind, r.Name, r.Container, r.Outcome, r.Old, r.New, r.Change, r.Why, r.At)
+	}
+	if as := s.actionsState; !as.At.IsZero() {
+		b.Queue(`INSERT INTO actions_state (id, paused, reason, by_whom, at) VALUES (1,$1,$2,$3,$4)
+			ON CONFLICT (id) DO UPDATE SET paused=EXCLUDED.paused, reason=EXCLUDED.reason, by_whom=EXCLUDED.by_whom, at=EXCLUDED.at
+			WHERE actions_state.at IS NULL OR actions_state.at <= EXCLUDED.at`, as.Paused, as.Reason, as.By, as.At)
 	}
 	for _, d := range s.decisions {
 		queueDecision(b, d, true)

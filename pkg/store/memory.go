@@ -31,6 +31,9 @@ type Memory struct {
 	inFlight  map[string]map[string]struct{} // agent → fingerprints in flight
 	decisions []AlertDecision
 	invs      map[string]Investigation
+
+	actionsState ActionsState
+	actions      []ActionRecord
 }
 
 type agentKey struct{ agent, key string }

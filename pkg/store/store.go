@@ -193,6 +193,7 @@ type AgentStore interface {
 	Deliveries
 	// Pruner applies RETENTION to the agent's records (AgentData).
 	Pruner
+	Actions
 	// Kind is "memory" or "postgres" (what /info and /ready report).
 	Kind() string
 	Ping(ctx context.Context) error

@@ -45,6 +45,9 @@ type Switch struct {
 	// during the outage (README, "When Postgres is away").
 	kmu   sync.Mutex
 	known map[string]AlertState
+	// actMu guards lastActions: the kill switch as last read or set.
+	actMu       sync.Mutex
+	lastActions ActionsState
 
 	kick     chan struct{}
 	attempts chan error // tests: the outcome of each background attempt
