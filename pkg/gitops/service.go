@@ -48,6 +48,9 @@ type Options struct {
 	// changes (docs/ARCHITECTURE.md). nil: the agent-<persona> deployments and
 	// kubecrew-core.
 	IsFleetWorkload func(namespace, kind, name string) bool
+	// Envelope judges opening a PR and merging one right before either is
+	// done (README.md, "The action envelope"); nil: none.
+	Envelope tools.Envelope
 }
 
 func (o Options) withDefaults() Options {
@@ -131,6 +134,9 @@ type BumpResult struct {
 	Old, New string
 	Diff     string
 	Stale    []PR
+	// NotMade: the action envelope did not let the PR be opened; this is
+	// the proposal or recommendation it recorded instead, and PR is empty.
+	NotMade string
 }
 
 // ProposeMemoryBump finds the workload's manifest in the repository, raises
@@ -207,12 +213,26 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 	}
 	prop := Proposal{Kind: kind, Namespace: req.Namespace, Name: req.Name, Container: req.Container,
 		Path: loc.Path, Old: old, New: nv, Factor: factor, Evidence: req.Reason, FindingKey: key, Author: me}
+	target := tools.Change{Namespace: req.Namespace, Kind: kind, Name: req.Name, Container: req.Container,
+		Old: old, New: nv, Change: spliceDiff(loc.Path, loc.Content, out)}
+	if s.opts.Envelope != nil {
+		v, err := s.opts.Envelope.Permit(ctx, ActionPROpen, target)
+		if err != nil {
+			return nil, err
+		}
+		if !v.Act {
+			return &BumpResult{Path: loc.Path, How: loc.How, Old: old, New: nv, Diff: target.Change, Stale: stale, NotMade: v.Answer}, nil
+		}
+	}
 	pr, err := s.f.OpenPR(ctx, branch, loc.Path, out, prop.Title(), prop.Body(), me)
 	if errors.Is(err, ErrPRExists) {
 		return s.existing(ctx, pr, stale)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening the PR: %w", err)
+	}
+	if s.opts.Envelope != nil {
+		s.opts.Envelope.Done(ctx, ActionPROpen, target)
 	}
 	s.opts.Metrics.prOpened()
 	s.opts.Logger.Info("gitops: memory bump proposed", zap.Int("pr", pr.Number), zap.String("branch", branch),

@@ -248,12 +248,26 @@ func (s *Service) MergeIfTrivial(ctx context.Context, number int) (*MergeResult,
 	if err := VerifyDiffOnManifest(base, diff); err != nil {
 		return refuse(err)
 	}
+	target := tools.Change{Kind: "PullRequest", Name: fmt.Sprintf("#%d", number), Old: mc.Old, New: mc.New, Change: diff}
+	if s.opts.Envelope != nil {
+		v, err := s.opts.Envelope.Permit(ctx, ActionMergeTrivial, target)
+		if err != nil {
+			return nil, err
+		}
+		if !v.Act {
+			s.opts.Metrics.mergeCheck("refused")
+			return &MergeResult{PR: pr, Reason: v.Answer}, nil
+		}
+	}
 	if err := pin.MergePinned(ctx, number, s.opts.MergeMethod, pr.HeadSHA); err != nil {
 		if errors.Is(err, ErrHeadMoved) {
 			return refuse(err)
 		}
 		s.opts.Metrics.mergeCheck("error")
 		return nil, fmt.Errorf("merging #%d: %w", number, err)
+	}
+	if s.opts.Envelope != nil {
+		s.opts.Envelope.Done(ctx, ActionMergeTrivial, target)
 	}
 	s.opts.Metrics.mergeCheck("merged")
 	s.opts.Logger.Info("gitops: trivial PR merged", zap.Int("pr", number), zap.String("old", mc.Old), zap.String("new", mc.New))

@@ -56,6 +56,9 @@ func (s *Service) bumpTool() tools.Tool {
 			if err != nil {
 				return "", err
 			}
+			if r.NotMade != "" {
+				return r.NotMade, nil
+			}
 			var b strings.Builder
 			if r.Existing {
 				fmt.Fprintf(&b, "A PR for this finding is already open; no new PR was opened.\nPR #%d: %s\n", r.PR.Number, r.PR.URL)

@@ -32,6 +32,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubecrew/kubecrew/pkg/safetext"
+	"github.com/kubecrew/kubecrew/pkg/tools"
 )
 
 // Client-side rate limits. client-go's defaults (5/10) make a 600-namespace
@@ -59,6 +60,33 @@ type Client struct {
 	// every other value is redacted (keys only).
 	cmValueKeys map[string]bool
 	host        string // the API server URL, when known
+	// envelope judges every write right before it is made (nil: none).
+	envelope tools.Envelope
+}
+
+// WithEnvelope sets the action envelope every write asks first (README.md,
+// "The action envelope").
+func WithEnvelope(e tools.Envelope) Option { return func(c *Client) { c.envelope = e } }
+
+// SetEnvelope sets the action envelope of a connected client; call it
+// before the client is used.
+func (c *Client) SetEnvelope(e tools.Envelope) {
+	if c != nil {
+		c.envelope = e
+	}
+}
+
+// NamespaceLabels returns the labels of namespace name: the action
+// envelope reads its opt-in label there.
+func (c *Client) NamespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	if err := c.avail(); err != nil {
+		return nil, err
+	}
+	ns, err := c.cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, c.apiErr(err, "get namespace "+name)
+	}
+	return ns.Labels, nil
 }
 
 // Option configures a Client.

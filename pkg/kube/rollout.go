@@ -128,6 +128,18 @@ func (c *Client) write(ctx context.Context, action string, ref objectRef, build 
 	if err != nil {
 		return "", err
 	}
+	gated := tools.Action("k8s.rollout." + action)
+	target := tools.Change{Namespace: ref.namespace, Kind: ref.kind, Name: ref.name,
+		Change: fmt.Sprintf("kubectl patch %s %s -n %s --type=%s -p '%s'", ref.kind, ref.name, ref.namespace, patchTypeFlag(pt), patch)}
+	if c.envelope != nil {
+		v, err := c.envelope.Permit(ctx, gated, target)
+		if err != nil {
+			return "", err
+		}
+		if !v.Act {
+			return v.Answer, nil
+		}
+	}
 	po := metav1.PatchOptions{FieldManager: "kubecrew"}
 	switch ref.kind {
 	case KindDeployments:
@@ -142,9 +154,23 @@ func (c *Client) write(ctx context.Context, action string, ref objectRef, build 
 	if err != nil {
 		return "", c.apiErr(err, action+" "+ref.String())
 	}
-	c.log.Info("cluster write", zap.String("action", "k8s.rollout."+action), zap.String("object", ref.String()),
+	if c.envelope != nil {
+		c.envelope.Done(ctx, gated, target)
+	}
+	c.log.Info("cluster write", zap.String("action", string(gated)), zap.String("object", ref.String()),
 		zap.String("mode", tools.ModeFrom(ctx).String()))
 	return fmt.Sprintf("%s %s. Follow it with k8s_rollout action=status.\n", verb, ref), nil
+}
+
+// patchTypeFlag is kubectl's --type for pt.
+func patchTypeFlag(pt types.PatchType) string {
+	switch pt {
+	case types.JSONPatchType:
+		return "json"
+	case types.MergePatchType:
+		return "merge"
+	}
+	return "strategic"
 }
 
 // fleetWorkload reports whether obj or its pod template carries the fleet label.

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubecrew/kubecrew/pkg/envelope"
 )
 
 // FixtureNode is the node the broken-workload fixtures' pods run on.
@@ -93,6 +95,9 @@ func BrokenObjects(ns string, now time.Time) (*Objects, error) {
 	}
 	b := newBuilder(now)
 	b.namespace(ns)
+	// The fixture namespace opts in to actions, as an operator would label
+	// a namespace the fleet may fix (README.md, "The action envelope").
+	b.o.Namespaces[len(b.o.Namespaces)-1].Labels = map[string]string{envelope.Label: "enabled"}
 	b.node(FixtureNode, true, "")
 	for _, f := range Fixtures {
 		d, ok := byName[f.Name]

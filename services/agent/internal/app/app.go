@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/agents"
 	"github.com/kubecrew/kubecrew/pkg/buildinfo"
+	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/kube"
@@ -75,8 +76,10 @@ type App struct {
 	// Registry holds every tool the binary knows, resolved or not.
 	Registry *tools.Registry
 
-	Kube      *kube.Client
-	Git       *gitops.Service
+	Kube *kube.Client
+	Git  *gitops.Service
+	// Envelope bounds every action (README.md, "The action envelope").
+	Envelope  *envelope.Envelope
 	Deliverer *report.Deliverer
 	forgeOK   bool
 	a2a       *a2aserver.Service
@@ -215,6 +218,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		Temperature: float32(cfg.Temperature), ToolOutputMax: cfg.ToolOutputMaxChars,
 		MemoryMax: cfg.MemoryMaxChars, SynthesisTimeout: cfg.SynthesisTimeout,
 		RunTimeout: cfg.RunTimeout, Metrics: metrics, Log: log.Named("engine"),
+		Paused: a.Envelope.Paused,
 	})
 	if err != nil {
 		return nil, err

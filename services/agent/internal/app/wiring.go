@@ -9,6 +9,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 
+	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/report"
@@ -36,6 +37,12 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		a.Log.Warn("cluster unavailable: cluster tools will answer cluster_unavailable", zap.Error(err))
 	}
 	a.Kube = kc
+	env, err := a.envelope(kc)
+	if err != nil {
+		return err
+	}
+	a.Envelope = env
+	kc.SetEnvelope(env)
 	for _, t := range kube.Tools(kc) {
 		reg.Add(t)
 	}
@@ -58,6 +65,7 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		// registry's generic one, or a model could approve a diff it saw cut.
 		DiffMaxChars: max(1000, min(gitops.DefaultDiffMaxChars, cfg.ToolOutputMaxChars-4000)),
 		Metrics:      gitops.NewMetrics(a.metricsReg), Logger: a.Log.Named("gitops"),
+		Envelope: env,
 	})
 	for _, t := range a.Git.Tools() {
 		reg.Add(t)
@@ -79,6 +87,26 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 	}
 	reg.Add(pulseserver.ReportTool(a.Deliverer))
 	return nil
+}
+
+// envelope builds the action envelope every mutating primitive asks
+// (README.md, "The action envelope") from the ACTIONS_* settings.
+func (a *App) envelope(kc *kube.Client) (*envelope.Envelope, error) {
+	cfg := a.Config
+	mode, err := envelope.ParseMode(cfg.ActionsMode)
+	if err != nil {
+		return nil, &config.Error{Var: "ACTIONS_MODE", Msg: err.Error()}
+	}
+	var ns envelope.Namespaces
+	if kc != nil {
+		ns = kc
+	}
+	return envelope.New(a.Store, ns, envelope.Config{
+		Agent: cfg.Persona.Slug, Mode: mode, Allow: cfg.ActionsNamespaces, FleetNamespace: cfg.Namespace,
+		RestartsPerHour: cfg.ActionsRestartsPerHour, FleetRestartsPerHour: cfg.ActionsFleetRestartsPerHour,
+		BumpsPer30Days: cfg.ActionsBumpsPer30Days, FleetBumpsPer30Days: cfg.ActionsFleetBumpsPer30Days,
+		MaxGrowth: cfg.ActionsMaxGrowth, Log: a.Log.Named("envelope"),
+	}), nil
 }
 
 // persona is the persona's code (playbook, backstop), given what is

@@ -108,6 +108,15 @@ type Values struct {
 	ReportWebhookURL   string        // REPORT_WEBHOOK_URL
 	ReportColor        string        // REPORT_COLOR
 
+	// The action envelope (README.md, "The action envelope").
+	ActionsMode                 string   // ACTIONS_MODE
+	ActionsNamespaces           []string // ACTIONS_NAMESPACES
+	ActionsRestartsPerHour      int      // ACTIONS_RESTARTS_PER_HOUR
+	ActionsFleetRestartsPerHour int      // ACTIONS_FLEET_RESTARTS_PER_HOUR
+	ActionsBumpsPer30Days       int      // ACTIONS_BUMPS_PER_30D
+	ActionsFleetBumpsPer30Days  int      // ACTIONS_FLEET_BUMPS_PER_30D
+	ActionsMaxGrowth            float64  // ACTIONS_MAX_GROWTH
+
 	// StaticPeers is AGENT_PEERS parsed: slug → base URL.
 	StaticPeers map[string]string
 	// Retention is RETENTION parsed (0 keeps records forever).
@@ -163,6 +172,13 @@ var specs = []spec{
 	{"SLACK_WEBHOOK_URL", "", kSecret, "Slack incoming webhook", func(v *Values) any { return &v.SlackWebhookURL }},
 	{"REPORT_WEBHOOK_URL", "", kSecret, "generic JSON webhook", func(v *Values) any { return &v.ReportWebhookURL }},
 	{"REPORT_COLOR", "", kString, "embed colour, e.g. 0x5865F2", func(v *Values) any { return &v.ReportColor }},
+	{"ACTIONS_MODE", "act", kString, "act|propose: in propose (shadow mode) a change is prepared and recorded, not made; a namespace label kubecrew.io/actions=act|propose overrides it", func(v *Values) any { return &v.ActionsMode }},
+	{"ACTIONS_NAMESPACES", "", kList, "namespaces opted in to actions without the kubecrew.io/actions label", func(v *Values) any { return &v.ActionsNamespaces }},
+	{"ACTIONS_RESTARTS_PER_HOUR", "3", kInt, "rollout restarts per workload per hour; more become a recommendation for a human", func(v *Values) any { return &v.ActionsRestartsPerHour }},
+	{"ACTIONS_FLEET_RESTARTS_PER_HOUR", "10", kInt, "rollout restarts per hour across the fleet", func(v *Values) any { return &v.ActionsFleetRestartsPerHour }},
+	{"ACTIONS_BUMPS_PER_30D", "3", kInt, "memory-bump PRs per workload per 30 days", func(v *Values) any { return &v.ActionsBumpsPer30Days }},
+	{"ACTIONS_FLEET_BUMPS_PER_30D", "30", kInt, "memory-bump PRs per 30 days across the fleet", func(v *Values) any { return &v.ActionsFleetBumpsPer30Days }},
+	{"ACTIONS_MAX_GROWTH", "4", kFloat, "a memory limit never goes above this many times the first value seen", func(v *Values) any { return &v.ActionsMaxGrowth }},
 }
 
 func lookupSpec(name string) (spec, bool) {

@@ -73,6 +73,11 @@ type Options struct {
 	SynthesisTimeout time.Duration
 	RunTimeout       time.Duration
 
+	// Paused reports the action envelope's kill switch (README.md, "The
+	// action envelope"); nil: never. A run that starts or ends paused says
+	// so in its trace and its answer: it continued read-only.
+	Paused func(ctx context.Context) (line string, paused bool)
+
 	Metrics *Metrics
 	Log     *zap.Logger
 }
@@ -226,6 +231,11 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 		"caller": req.Caller, "social_depth": req.SocialDepth, "discussion_id": req.DiscussionID,
 		"tools": set.Names(), "model": e.modelName(),
 	})
+	if e.opts.Paused != nil {
+		if line, paused := e.opts.Paused(ctx); paused {
+			r.Event(ctx, "actions_paused", map[string]any{"line": line})
+		}
+	}
 	if len(removed) > 0 {
 		r.log.Info("autonomous run: restricted to safe tools", zap.Strings("removed", removed))
 		r.Event(ctx, "guard_denied", map[string]any{"gate": "name", "removed": removed,
@@ -242,6 +252,7 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 	} else {
 		runCtx = tools.WithNoTarget(runCtx)
 	}
+	runCtx = tools.WithRunInfo(runCtx, tools.RunInfo{ID: r.ID, Trace: func(typ string, data map[string]any) { r.Event(runCtx, typ, data) }})
 	runCtx = context.WithValue(runCtx, runKey{}, r)
 	e.metrics.inFlight.Inc()
 	go func() {
@@ -354,6 +365,11 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	}
 	if verdict == "" {
 		verdict = o.verdict
+	}
+	if e.opts.Paused != nil {
+		if line, paused := e.opts.Paused(bg); paused {
+			answer = "Actions are " + line + " — this run was read-only.\n\n" + answer
+		}
 	}
 	findings, source := deliver(reported, o.synthesis, answer)
 	if verdict == "" {

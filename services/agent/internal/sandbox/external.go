@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 )
 
@@ -55,7 +56,7 @@ func ApplyRealFixtures(ctx context.Context, cs kubernetes.Interface, ns string, 
 	if err != nil {
 		return nil, err
 	}
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubecrew.io/fixture": "broken"}}}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubecrew.io/fixture": "broken", envelope.Label: "enabled"}}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, nsObj, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("namespace %s exists already on this cluster; the demo creates and deletes its own (delete it first: kubectl delete namespace %s)", ns, ns)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 )
@@ -92,7 +93,7 @@ func ApplySimFixtures(ctx context.Context, cs kubernetes.Interface, root, ns str
 	if err := CreateSimNodes(ctx, cs); err != nil {
 		return err
 	}
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubecrew.io/fixture": "broken"}}}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubecrew.io/fixture": "broken", envelope.Label: "enabled"}}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, nsObj, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("namespace %s exists already; the sandbox loads fixtures into a fresh cluster only", ns)

@@ -79,6 +79,7 @@ func New(d Deps) *Server {
 	s.r.Get("/runs/{id}", s.getRun)
 	s.r.Get("/runs/{id}/trace", s.getTrace)
 	s.r.Get("/runs/{id}/report", s.getReport)
+	s.actionRoutes()
 	return s
 }
 

@@ -27,6 +27,10 @@ type Agent struct {
 	a2a   []map[string]any
 	noA2A bool
 	info  map[string]any
+	// the action envelope's kill switch and proposals (PUT/GET /actions)
+	actions   api.ActionsSwitch
+	proposals []api.ActionView
+	noActions bool
 }
 
 // Call is one POST /run the agent received.
@@ -72,6 +76,35 @@ func New(t interface {
 		}
 		writeJSON(w, 200, map[string]any{"items": a.a2a, "next_cursor": ""}) // pkg/a2a.AuditPage
 	})
+	f := false
+	a.actions = api.ActionsSwitch{Paused: &f}
+	mux.HandleFunc("GET /actions", func(w http.ResponseWriter, _ *http.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		writeJSON(w, 200, a.actions)
+	})
+	mux.HandleFunc("PUT /actions", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.noActions {
+			writeJSON(w, 503, api.ErrorBody{Error: "store: unavailable"})
+			return
+		}
+		var in api.ActionsSwitch
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Paused == nil {
+			writeJSON(w, 400, api.ErrorBody{Error: fmt.Sprintf("bad body: %v", err)})
+			return
+		}
+		now := time.Now().UTC()
+		in.At = &now
+		a.actions = in
+		writeJSON(w, 200, a.actions)
+	})
+	mux.HandleFunc("GET /actions/proposals", func(w http.ResponseWriter, _ *http.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		writeJSON(w, 200, map[string]any{"items": a.proposals})
+	})
 	a.Server = httptest.NewServer(mux)
 	t.Cleanup(a.Server.Close)
 	return a
@@ -108,6 +141,27 @@ func (a *Agent) SetSetting(name, value string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.info["settings"].(map[string]any)[name] = map[string]string{"value": value, "source": "env"}
+}
+
+// Actions returns the kill switch the agent holds.
+func (a *Agent) Actions() api.ActionsSwitch {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.actions
+}
+
+// FailActions makes PUT /actions answer 503 (an agent whose store is down).
+func (a *Agent) FailActions(fail bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.noActions = fail
+}
+
+// SetProposals sets what GET /actions/proposals lists.
+func (a *Agent) SetProposals(ps []api.ActionView) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.proposals = ps
 }
 
 // Runs returns every run request received so far.

@@ -57,6 +57,10 @@ type Deps struct {
 	// RunTimeout bounds a manual run forwarded synchronously.
 	RunTimeout time.Duration
 	Log        *zap.Logger
+	// ActionsStore and ActionsAgents serve /api/v1/actions (the kill
+	// switch, fanned out) and /api/v1/actions/proposals; nil: not mounted.
+	ActionsStore  ActionsStore
+	ActionsAgents ActionsAgents
 }
 
 type server struct{ Deps }
@@ -86,6 +90,11 @@ func Routes(r chi.Router, d Deps) {
 	r.With(none).Get("/api/v1/investigations/{id}/report", s.investigationReport)
 	r.With(kapi.AllowQuery(append([]string{"limit", "cursor"}, findingFilters...)...)).Get("/api/v1/findings", s.findings)
 	r.With(paged).Get("/api/v1/audit", s.audit)
+	if d.ActionsStore != nil && d.ActionsAgents != nil {
+		r.With(none).Get("/api/v1/actions", s.getActions)
+		r.With(none).Put("/api/v1/actions", s.putActions)
+		r.With(kapi.AllowQuery("limit")).Get("/api/v1/actions/proposals", s.proposals)
+	}
 }
 
 // WriteJSON writes v with code (pkg/api's one JSON writer).

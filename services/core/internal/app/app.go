@@ -177,6 +177,7 @@ func (a *App) router() http.Handler {
 		api.Routes(r, api.Deps{
 			Store: a.d.Store, Agents: a.client, Fleet: fleet, Resolve: config.ResolveAgent,
 			RunTimeout: a.cfg.CallTimeout, Log: a.d.Log,
+			ActionsStore: a.d.Store, ActionsAgents: a.client,
 		})
 	})
 	return r

@@ -195,3 +195,46 @@ func errorText(raw []byte) string {
 	}
 	return s
 }
+
+// SetActions sends the kill switch to the agent (PUT /actions) and returns
+// the agent's state as it answered.
+func (c *Client) SetActions(ctx context.Context, slug string, s api.ActionsSwitch) (api.ActionsSwitch, error) {
+	body, err := json.Marshal(s)
+	if err != nil {
+		return api.ActionsSwitch{}, err
+	}
+	return c.actions(ctx, http.MethodPut, slug, body)
+}
+
+func (c *Client) actions(ctx context.Context, method, slug string, body []byte) (api.ActionsSwitch, error) {
+	raw, err := c.do(ctx, method, slug, "/actions", body)
+	if err != nil {
+		return api.ActionsSwitch{}, err
+	}
+	var out api.ActionsSwitch
+	if err := json.Unmarshal(raw, &out); err != nil || out.Paused == nil {
+		return api.ActionsSwitch{}, fmt.Errorf("agent %s: %s /actions answered no kill switch state", slug, method)
+	}
+	return out, nil
+}
+
+// GetActions reads the agent's kill switch (GET /actions).
+func (c *Client) GetActions(ctx context.Context, slug string) (api.ActionsSwitch, error) {
+	return c.actions(ctx, http.MethodGet, slug, nil)
+}
+
+// Proposals reads what the agent's action envelope left for a human
+// (GET /actions/proposals): proposals and recommendations, newest first.
+func (c *Client) Proposals(ctx context.Context, slug string, limit int) ([]api.ActionView, error) {
+	raw, err := c.do(ctx, http.MethodGet, slug, fmt.Sprintf("/actions/proposals?limit=%d", limit), nil)
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Items []api.ActionView `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("agent %s: /actions/proposals is not a list: %w", slug, err)
+	}
+	return out.Items, nil
+}

@@ -1,0 +1,36 @@
+package api
+
+import "time"
+
+// ActionsSwitch is the kill switch as the agent's /actions and the core's
+// /api/v1/actions show it, and the body of a PUT to either (README.md, "The
+// action envelope"). On a PUT, paused is required and a pause needs a
+// reason; by names who (default: the caller's route).
+type ActionsSwitch struct {
+	Paused *bool      `json:"paused"`
+	Reason string     `json:"reason,omitempty"`
+	By     string     `json:"by,omitempty"`
+	At     *time.Time `json:"at,omitempty"`
+	// Line is how the refusals read: "paused by <who> at <when>: <reason>".
+	Line string `json:"line,omitempty"`
+}
+
+// ActionView is one decision of the action envelope: a change made,
+// proposed (shadow mode), recommended for a human (over a budget) or
+// refused.
+type ActionView struct {
+	ID        string    `json:"id"`
+	Agent     string    `json:"agent"`
+	RunID     string    `json:"run_id,omitempty"`
+	Action    string    `json:"action"`
+	Namespace string    `json:"namespace,omitempty"`
+	Kind      string    `json:"kind,omitempty"`
+	Name      string    `json:"name,omitempty"`
+	Container string    `json:"container,omitempty"`
+	Outcome   string    `json:"outcome"`
+	Old       string    `json:"old,omitempty"`
+	New       string    `json:"new,omitempty"`
+	Change    string    `json:"change,omitempty"`
+	Why       string    `json:"why,omitempty"`
+	At        time.Time `json:"at"`
+}
