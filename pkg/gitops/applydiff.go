@@ -125,6 +125,22 @@ func leafDiffs(path string, a, b any, out *[]string) {
 			}
 			leafDiffs(path+"."+k, x, y, out)
 		}
+	case map[any]any:
+		// A mapping with a key that is not a string (`{memory: 1Gi,0}` has
+		// the key 0): compared like the string-keyed kind, keys printed.
+		bv, ok := b.(map[any]any)
+		if !ok || len(av) != len(bv) {
+			*out = append(*out, path)
+			return
+		}
+		for k, x := range av {
+			y, ok := bv[k]
+			if !ok {
+				*out = append(*out, fmt.Sprintf("%s.%v", path, k))
+				continue
+			}
+			leafDiffs(fmt.Sprintf("%s.%v", path, k), x, y, out)
+		}
 	case []any:
 		bv, ok := b.([]any)
 		if !ok || len(av) != len(bv) {
