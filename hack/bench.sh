@@ -10,3 +10,4 @@ run services/agent 'BenchmarkStartToReady' 20x
 run services/core 'BenchmarkWebhook' 2000x
 run pkg 'BenchmarkPruneMillionDecisions' 50x
 run services/core 'BenchmarkBusyQueueSoak' 300x
+run pkg 'BenchmarkPermitRestart' 2000x
