@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -175,4 +176,35 @@ func (s *server) proposals(w http.ResponseWriter, r *http.Request) {
 		items = items[:limit]
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"items": items, "unreachable": unreachable})
+}
+
+// ReassertActions sends the core's kill switch to every agent that holds
+// another one (an agent restarted on a memory store forgot it) and returns
+// the agents it corrected. A switch never set is not sent.
+func ReassertActions(ctx context.Context, d Deps) ([]string, error) {
+	if d.ActionsStore == nil || d.ActionsAgents == nil {
+		return nil, nil
+	}
+	if d.PeerTimeout <= 0 {
+		d.PeerTimeout = 3 * time.Second
+	}
+	st, err := d.ActionsStore.ActionsState(ctx)
+	if err != nil || st.At.IsZero() {
+		return nil, err
+	}
+	s := &server{d}
+	want := killswitch.View(st)
+	var fixed []string
+	for _, a := range s.fanOut(ctx, want, false) {
+		if a.InSync || a.Error != "" { // an agent that does not answer is told on a later upkeep
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, d.PeerTimeout)
+		_, err := d.ActionsAgents.SetActions(cctx, a.Slug, kapi.ActionsSwitch{Paused: want.Paused, Reason: want.Reason, By: want.By})
+		cancel()
+		if err == nil {
+			fixed = append(fixed, a.Slug)
+		}
+	}
+	return fixed, nil
 }

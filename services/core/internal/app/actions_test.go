@@ -8,6 +8,7 @@ import (
 	"time"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/agenttest"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
@@ -122,5 +123,25 @@ func TestProposalsAreMergedFromTheAgents(t *testing.T) {
 	}
 	if code, _ := call(t, http.MethodGet, c.URL+"/api/v1/actions/proposals?limit=0", nil); code != 400 {
 		t.Errorf("limit=0: %d", code)
+	}
+}
+
+// TestUpkeepReassertsTheKillSwitch: an agent that restarted on a memory
+// store forgot the pause; the core's next upkeep sends it again. A switch
+// never set is not sent.
+func TestUpkeepReassertsTheKillSwitch(t *testing.T) {
+	t.Parallel()
+	c := newCore(t, coreOpts{})
+	ctx := context.Background()
+	c.Upkeep(ctx)
+	if s := c.Agent.Actions(); *s.Paused || s.At != nil {
+		t.Fatalf("a switch never set was sent: %+v", s)
+	}
+	if err := c.Store.SetActionsState(ctx, store.ActionsState{Paused: true, Reason: "freeze", By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Upkeep(ctx)
+	if s := c.Agent.Actions(); !*s.Paused || s.Reason != "freeze" || s.By != "alice" {
+		t.Fatalf("after upkeep the agent holds %+v", s)
 	}
 }

@@ -67,6 +67,8 @@ type App struct {
 	stop     context.CancelFunc
 	bg       sync.WaitGroup
 	serveErr chan error
+	// apiDeps are the dashboard API's; upkeep re-sends the kill switch with them.
+	apiDeps api.Deps
 }
 
 // LoadRoutes reads cfg.RoutesFile, or the built-in routes when it is empty.
@@ -174,11 +176,12 @@ func (a *App) router() http.Handler {
 			u, _ := a.client.URL(ag.Slug)
 			fleet = append(fleet, api.Registered{Slug: ag.Slug, Persona: ag.Persona, URL: u, ReceivesAlerts: alerted[ag.Slug]})
 		}
-		api.Routes(r, api.Deps{
+		a.apiDeps = api.Deps{
 			Store: a.d.Store, Agents: a.client, Fleet: fleet, Resolve: config.ResolveAgent,
 			RunTimeout: a.cfg.CallTimeout, Log: a.d.Log,
 			ActionsStore: a.d.Store, ActionsAgents: a.client,
-		})
+		}
+		api.Routes(r, a.apiDeps)
 	})
 	return r
 }

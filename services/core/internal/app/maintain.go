@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/store"
+	coreapi "github.com/kubecrew/kubecrew/services/core/internal/api"
 )
 
 // reapPages bounds how far back (in pages of store.MaxLimit) upkeep looks
@@ -34,6 +35,19 @@ func (a *App) maintain(ctx context.Context) {
 func (a *App) Upkeep(ctx context.Context) {
 	a.reclaim(ctx)
 	a.prune(ctx)
+	a.reassertActions(ctx)
+}
+
+// reassertActions re-sends the kill switch to agents that lost it (README,
+// "The action envelope"), so a restarted agent is paused within one upkeep.
+func (a *App) reassertActions(ctx context.Context) {
+	fixed, err := coreapi.ReassertActions(ctx, a.apiDeps)
+	if err != nil {
+		a.d.Log.Warn("upkeep: kill switch", zap.Error(err))
+	}
+	if len(fixed) > 0 {
+		a.d.Log.Warn("upkeep: agents held another kill switch state; sent the core's", zap.Strings("agents", fixed))
+	}
 }
 
 // reclaim is the part of upkeep New runs before serving.
