@@ -141,6 +141,13 @@ func New(st Store, ns Namespaces, cfg Config) *Envelope {
 	return &Envelope{st: st, ns: ns, cfg: cfg.withDefaults()}
 }
 
+// What a primitive answers instead of the change when the envelope did not
+// let it act: the first words of a proposal and of a recommendation.
+const (
+	ProposedPrefix    = "PROPOSED, NOT DONE"
+	RecommendedPrefix = "RECOMMENDED FOR A HUMAN, NOT DONE"
+)
+
 // ErrPaused is wrapped by every refusal of the kill switch.
 var ErrPaused = errors.New("actions are paused")
 
@@ -217,7 +224,7 @@ func (e *Envelope) namespaceMode(ctx context.Context, ns string) (string, error)
 func (e *Envelope) propose(ctx context.Context, a tools.Action, t tools.Change) (tools.Verdict, error) {
 	e.record(ctx, a, t, store.ActionProposed, "shadow mode (propose)")
 	e.trace(ctx, a, t, "propose", "shadow mode: the change is prepared and recorded, not made")
-	return tools.Verdict{Answer: fmt.Sprintf("PROPOSED, NOT DONE: %s %s — actions in namespace %s are in propose mode (shadow mode). "+
+	return tools.Verdict{Answer: fmt.Sprintf(ProposedPrefix+": %s %s — actions in namespace %s are in propose mode (shadow mode). "+
 		"The exact change is recorded for a human (GET /actions/proposals on this agent, GET /api/v1/actions/proposals on the core):\n%s\n",
 		a, describe(t), nsOrFleet(t.Namespace), t.Change)}, nil
 }
@@ -233,7 +240,7 @@ func (e *Envelope) recommend(ctx context.Context, a tools.Action, t tools.Change
 	}
 	e.record(ctx, a, t, store.ActionRecommended, why+"\n"+b.String())
 	e.trace(ctx, a, t, "recommend", why)
-	return tools.Verdict{Answer: fmt.Sprintf("RECOMMENDED FOR A HUMAN, NOT DONE: %s %s — %s. Report it as a finding for a person with this history:\n%s"+
+	return tools.Verdict{Answer: fmt.Sprintf(RecommendedPrefix+": %s %s — %s. Report it as a finding for a person with this history:\n%s"+
 		"The change that would have been made:\n%s\n", a, describe(t), why, b.String(), t.Change)}, nil
 }
 

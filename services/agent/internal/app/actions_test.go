@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/envelope"
+	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
@@ -129,5 +133,79 @@ func TestKillSwitchStopsARestartAlreadyPlanned(t *testing.T) {
 	}
 	if code, b := do(t, "GET", a.url+"/actions", "", "Authorization", "Bearer tok"); code != 200 || !strings.Contains(string(b), `"line":"paused by alice at `) {
 		t.Errorf("GET /actions = %d %s", code, b)
+	}
+}
+
+// TestSolProposesInShadowMode: Sol's playbook on a delegated OOMKill in a
+// namespace labelled kubecrew.io/actions=propose prepares the PR and opens
+// none — the forge's refs are unchanged, the answer and the proposals list
+// carry the exact diff, no reviewer is told — and a paused fleet makes it
+// a refusal.
+func TestSolProposesInShadowMode(t *testing.T) {
+	env := kubetest.Start(t)
+	ctx := context.Background()
+	ns := fmt.Sprintf("kc-shadow-%d", rand.IntN(1_000_000_000))
+	if err := env.LoadFixtures(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	nsObj, err := env.Clientset.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels[envelope.Label] = envelope.ModePropose
+	if _, err := env.Clientset.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "hack", "fixtures", "broken-workloads.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(t.TempDir(), "gitops")
+	if err := gitops.InitLocalRepo(repo, map[string][]byte{"apps/fixtures/broken-workloads.yaml": manifests}); err != nil {
+		t.Fatal(err)
+	}
+	refs := func() string {
+		out, err := exec.Command("git", "-C", repo, "for-each-ref").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		return string(out)
+	}
+	before := refs()
+	a := start(t, map[string]string{"AGENT_PERSONA": "sol", "KUBECONFIG": env.Kubeconfig, "GITOPS_FORGE": "local", "GITOPS_REPO": repo})
+	finding, _ := json.Marshal(api.Finding{Severity: "critical", Kind: "Deployment", Namespace: ns, Name: "oomkill", Container: "app",
+		Reason: "OOMKilled", Detail: "OOMKilled 293 times", Remediable: true, Confidence: 1})
+	body, _ := json.Marshal(api.RunRequest{Task: "fix this finding", Context: map[string]string{"finding": string(finding)}})
+	run := func() api.RunResult {
+		t.Helper()
+		code, b := do(t, "POST", a.url+"/run", string(body))
+		if code != 200 {
+			t.Fatalf("POST /run = %d %s", code, b)
+		}
+		var res api.RunResult
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := run()
+	if res.Verdict != "recommendation" || !strings.Contains(res.Answer, envelope.ProposedPrefix) ||
+		!strings.Contains(res.Answer, "-              memory: 32Mi\n+              memory: 48Mi") {
+		t.Fatalf("propose run: verdict %s, answer %q", res.Verdict, res.Answer)
+	}
+	if refs() != before {
+		t.Fatal("the forge changed in propose mode")
+	}
+	_, pb := do(t, "GET", a.url+"/actions/proposals", "")
+	if !strings.Contains(string(pb), `"outcome":"proposed"`) || !strings.Contains(string(pb), `"namespace":"`+ns+`"`) {
+		t.Errorf("proposals: %s", pb)
+	}
+
+	if code, b := do(t, "PUT", a.url+"/actions", `{"paused":true,"reason":"freeze"}`); code != 200 {
+		t.Fatalf("pause: %d %s", code, b)
+	}
+	res = run()
+	if res.Verdict != api.VerdictRefused || !strings.Contains(res.Answer, "paused by agent API at ") {
+		t.Fatalf("paused run: verdict %s, answer %q", res.Verdict, res.Answer)
 	}
 }

@@ -11,8 +11,10 @@ import (
 	"strings"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/tools"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 	"github.com/kubecrew/kubecrew/services/agent/internal/playbook"
 )
@@ -122,6 +124,9 @@ func act(ctx context.Context, r *engine.Run) error {
 			failed(r, f, "open the memory-limit PR for", out)
 			return nil
 		}
+		if notMade(r, out) {
+			return nil
+		}
 		// Tell the reviewer; fire and forget (a failure does not undo the PR).
 		msg := fmt.Sprintf("I opened a memory-limit PR for %s (finding %s). Please review it.\n%s", target(f), f.Key, playbook.FirstLine(out))
 		if note, sent := playbook.Call(ctx, r, 2, ToolNotify, map[string]string{"agent_slug": ReviewerSlug, "message": msg}); !sent {
@@ -141,6 +146,9 @@ func act(ctx context.Context, r *engine.Run) error {
 		out, okCall := playbook.Call(ctx, r, 1, ToolRollout, map[string]any{"action": "restart", "kind": kind, "namespace": f.Namespace, "name": f.Name})
 		if !okCall {
 			failed(r, f, "restart", out)
+			return nil
+		}
+		if notMade(r, out) {
 			return nil
 		}
 		r.SetAnswer("Action: rollout restart of " + target(f) + " so its pods pick up the changed configuration.\n" + out)
@@ -180,6 +188,11 @@ func failed(r *engine.Run, f api.Finding, what, out string) {
 	case strings.Contains(out, gitops.ErrNoForge.Error()):
 		r.SetAnswer(fmt.Sprintf("Refused: actions are disabled here (read-only) — %s, so I cannot %s %s. I changed nothing.", reason, what, target(f)))
 		r.SetVerdict(api.VerdictRefused)
+	case strings.Contains(out, tools.ErrDenied.Error()):
+		// The action envelope or a gate refused: paused, a namespace that
+		// did not opt in (README.md, "The action envelope").
+		r.SetAnswer(fmt.Sprintf("Refused to %s %s: %s. I changed nothing.", what, target(f), reason))
+		r.SetVerdict(api.VerdictRefused)
 	case strings.Contains(out, gitops.ErrRefused.Error()), strings.Contains(out, "settle window"), strings.Contains(out, "agent PRs are open"):
 		r.SetAnswer(fmt.Sprintf("Refused to %s %s: %s. I changed nothing.", what, target(f), reason))
 		r.SetVerdict(api.VerdictRefused)
@@ -187,6 +200,18 @@ func failed(r *engine.Run, f api.Finding, what, out string) {
 		r.SetAnswer(fmt.Sprintf("Could not %s %s: %s", what, target(f), out))
 		r.SetVerdict(api.VerdictActionFailed)
 	}
+}
+
+// notMade records a change the action envelope prepared but did not let
+// be made — a proposal (shadow mode) or a recommendation (over a budget) —
+// and reports whether it did: nothing changed, so no reviewer is told.
+func notMade(r *engine.Run, out string) bool {
+	if !strings.HasPrefix(out, envelope.ProposedPrefix) && !strings.HasPrefix(out, envelope.RecommendedPrefix) {
+		return false
+	}
+	r.SetAnswer("No change made; left for a human.\n" + out)
+	r.SetVerdict("recommendation")
+	return true
 }
 
 func recommend(r *engine.Run, f api.Finding, why string) {
