@@ -34,7 +34,7 @@ if [[ -x hack/alertmanager/install.sh ]]; then hack/alertmanager/install.sh; fi
 
 # 4. static checks
 hack/checkdeps.sh --build
-make --no-print-directory fmt vet
+make --no-print-directory fmt vet sizes
 
 # 5. tests, module by module
 status=0
