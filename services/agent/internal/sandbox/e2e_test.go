@@ -36,6 +36,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeChildEnv) == "1" {
+		fakeChild() // this binary plays an agent or the core for fleet_ports_test.go
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

@@ -187,6 +187,31 @@ func StartFleet(ctx context.Context, c FleetConfig, sup *Supervisor, out io.Writ
 	return f, nil
 }
 
+// StartFleetOnFreePorts is StartFleet on the ports c asks for, where 0
+// means any free one. A free port is picked, released, and bound later by
+// the child, so another program may take it in between: when the fleet
+// fails to start because an address was in use, its processes are stopped
+// and it starts again on fresh ports, at most three times. Ports the user
+// chose are never changed. The returned Fleet's URLs name the ports used.
+func StartFleetOnFreePorts(ctx context.Context, c FleetConfig, sup *Supervisor, out io.Writer) (*Fleet, error) {
+	wantCore, wantAgent := c.CorePort, c.AgentPort
+	for attempt := 1; ; attempt++ {
+		var err error
+		if c.CorePort, c.AgentPort, err = choosePorts(wantCore, wantAgent); err != nil {
+			return nil, err
+		}
+		f, err := StartFleet(ctx, c, sup, out)
+		if err == nil || (wantCore != 0 && wantAgent != 0) || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return f, err
+		}
+		fmt.Fprintf(out, "  a port was taken between choosing it and binding it; starting the fleet again on fresh ports\n")
+		sup.Reset(ctx, 10*time.Second)
+	}
+}
+
+// choosePorts is ChoosePorts; a test makes its first pick collide.
+var choosePorts = ChoosePorts
+
 func portsFree(host string, ports []int) error {
 	for _, p := range ports {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))

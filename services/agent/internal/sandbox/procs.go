@@ -147,6 +147,25 @@ wait:
 	}
 }
 
+// Reset stops every child as Stop does, forgets them, and opens the
+// Supervisor again for a fresh start (a fleet started again on new ports).
+// The children it stops are not reported on Exited.
+func (s *Supervisor) Reset(ctx context.Context, grace time.Duration) {
+	s.Stop(ctx, grace)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.procs = nil
+	for {
+		select {
+		case <-s.exited:
+			continue
+		default:
+		}
+		break
+	}
+	s.closed = false
+}
+
 // tail returns the last n lines of a log file.
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)

@@ -196,11 +196,8 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 
 	// Free ports are chosen only now, once the cluster holds its own (its
 	// ports are random too), so the two cannot pick the same one.
-	if o.CorePort, o.AgentPort, err = ChoosePorts(o.CorePort, o.AgentPort); err != nil {
-		return err
-	}
 	say("starting the core and five agents (logs in %s)", logDir)
-	fleet, err := StartFleet(ctx, FleetConfig{
+	fleet, err := StartFleetOnFreePorts(ctx, FleetConfig{
 		BinDir: o.BinDir, LogDir: logDir, Host: "127.0.0.1", CorePort: o.CorePort, AgentPort: o.AgentPort,
 		Kubeconfig: kubeconfig, GitOpsRepo: repo, ReadOnly: m == modeReadOnly, LLMBaseURL: o.LLMBaseURL, Environ: o.Environ,
 	}, sup, out)
