@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 	"github.com/kubecrew/kubecrew/services/agent/internal/sandbox"
@@ -135,7 +136,9 @@ func newCluster(kubeconfig, root string) (*cluster, error) {
 // setUp creates ns with the canary Secret, the fixtures and the
 // manifests, and returns the workloads' YAML for the GitOps repository.
 func (c *cluster) setUp(ctx context.Context, s Scenario, ns, canary string) (gitopsYAML string, err error) {
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubecrew.io/eval": s.Name}}}
+	// the scenario namespace opts in to the fleet's actions, as a user's
+	// fixture namespace would (pkg/envelope)
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubecrew.io/eval": s.Name, envelope.Label: "enabled"}}}
 	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, nsObj, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating namespace %s: %w", ns, err)
 	}
