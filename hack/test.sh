@@ -47,7 +47,7 @@ make --no-print-directory staticcheck || status=1
 # already ran as tests above.
 if [[ "${CI:-}" == "true" ]]; then
   log "fuzz budget"
-  FUZZTIME=${FUZZTIME:-3s} hack/fuzz.sh || status=1
+  FUZZTIME=${FUZZTIME:-2000x} hack/fuzz.sh || status=1
 fi
 
 # 6. manifests: render every overlay, server-side dry-run, RBAC asked of the real authorizer
