@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 )
@@ -372,6 +373,11 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 		}
 	}
 	findings, source := deliver(reported, o.synthesis, answer)
+	// What a run says leaves the agent (store, report page, A2A reply, chat
+	// post): its answer and findings pass the redactor as tool output does,
+	// since a playbook or a model may quote what a tool read (README.md,
+	// "Redaction").
+	answer, findings = redactResult(answer, findings, e.metrics)
 	if verdict == "" {
 		verdict = deriveVerdict(o, findings)
 	}
@@ -489,4 +495,24 @@ func delegatedTarget(req api.RunRequest) (tools.Target, bool) {
 		return tools.Target{}, false
 	}
 	return tools.Target{Kind: f.Kind, Namespace: f.Namespace, Name: f.Name}, true
+}
+
+// redactResult redacts a run's answer and its findings' free text, and
+// counts what it replaced.
+func redactResult(answer string, fs []api.Finding, m *Metrics) (string, []api.Finding) {
+	var all redact.Counts
+	answer, c := redact.String(answer)
+	all.Merge(c)
+	if len(fs) > 0 {
+		fs = append([]api.Finding(nil), fs...)
+		for i := range fs {
+			for _, f := range []*string{&fs[i].Detail, &fs[i].Remediation} {
+				var c redact.Counts
+				*f, c = redact.String(*f)
+				all.Merge(c)
+			}
+		}
+	}
+	m.redacted(all)
+	return answer, fs
 }

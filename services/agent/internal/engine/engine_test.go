@@ -500,3 +500,25 @@ func TestFailedRunLoggedAtWarnWithTheError(t *testing.T) {
 		t.Fatalf("warn with the error %v, debug run started %v, debug run result %v", warned, started, result)
 	}
 }
+
+// A playbook (or a model) that quotes what a tool read puts it in the run's
+// answer and findings, which leave the agent: both are redacted like tool
+// output, in the result and in the stored run.
+func TestRunAnswerAndFindingsAreRedacted(t *testing.T) {
+	const token = "ghp_" + "0123456789abcdefghijABCDEFGHIJ012345"
+	pb := engine.PlaybookFunc(func(ctx context.Context, run *engine.Run) error {
+		run.ReportFinding(api.Finding{Severity: "high", Kind: "Deployment", Namespace: "n", Name: "w", Reason: "BackOff",
+			Detail: "evidence: config dump GITHUB_TOKEN=" + token})
+		run.SetAnswer("the event says: app config dump GITHUB_TOKEN=" + token + " retrying")
+		return nil
+	})
+	r := newRig(t, rigOpts{playbook: pb, noModel: true})
+	res := r.run(t, api.RunRequest{Task: "sweep"})
+	b, _ := json.Marshal(res)
+	if strings.Contains(string(b), token) {
+		t.Fatalf("the run's result holds the token: %s", b)
+	}
+	if !strings.Contains(res.Answer, "[REDACTED:") || len(res.Findings) != 1 || !strings.Contains(res.Findings[0].Detail, "[REDACTED:") {
+		t.Fatalf("result = %+v; want the token replaced by a marker", res)
+	}
+}

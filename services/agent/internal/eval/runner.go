@@ -163,14 +163,10 @@ func (r *Runner) RunScenario(ctx context.Context, s Scenario, mode string, attem
 	if err := r.audit.Mark(); err != nil {
 		return errOut(err)
 	}
-	core, agent, err := sandbox.ChoosePorts(0, 0)
-	if err != nil {
-		return errOut(err)
-	}
 	sup := sandbox.NewSupervisor()
 	defer sup.Stop(context.WithoutCancel(ctx), 10*time.Second)
-	sr.fleet, err = sandbox.StartFleet(ctx, sandbox.FleetConfig{
-		BinDir: r.cfg.BinDir, LogDir: filepath.Join(dir, "logs"), Host: "127.0.0.1", CorePort: core, AgentPort: agent,
+	sr.fleet, err = sandbox.StartFleetOnFreePorts(ctx, sandbox.FleetConfig{
+		BinDir: r.cfg.BinDir, LogDir: filepath.Join(dir, "logs"), Host: "127.0.0.1",
 		Kubeconfig: r.fleetKC, GitOpsRepo: sr.repo, LLMBaseURL: llmURL, Environ: env,
 	}, sup, io.Discard)
 	if err != nil {
