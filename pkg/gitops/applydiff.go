@@ -107,40 +107,36 @@ func decodeValues(src []byte) ([]any, error) {
 	return nodesToValues(docs)
 }
 
+// mapDiffs is leafDiffs for two mappings (ok: b is a mapping of the same
+// key type); a different key count is one difference at path.
+func mapDiffs[K comparable](path string, av, bv map[K]any, ok bool, out *[]string) {
+	if !ok || len(av) != len(bv) {
+		*out = append(*out, path)
+		return
+	}
+	for k, x := range av {
+		p := fmt.Sprintf("%s.%v", path, k)
+		y, ok := bv[k]
+		if !ok {
+			*out = append(*out, p)
+			continue
+		}
+		leafDiffs(p, x, y, out)
+	}
+}
+
 // leafDiffs appends to out the paths where a and b differ. A map or list
 // whose shape differs counts as one difference at its path.
 func leafDiffs(path string, a, b any, out *[]string) {
 	switch av := a.(type) {
 	case map[string]any:
 		bv, ok := b.(map[string]any)
-		if !ok || len(av) != len(bv) {
-			*out = append(*out, path)
-			return
-		}
-		for k, x := range av {
-			y, ok := bv[k]
-			if !ok {
-				*out = append(*out, path+"."+k)
-				continue
-			}
-			leafDiffs(path+"."+k, x, y, out)
-		}
+		mapDiffs(path, av, bv, ok, out)
 	case map[any]any:
 		// A mapping with a key that is not a string (`{memory: 1Gi,0}` has
 		// the key 0): compared like the string-keyed kind, keys printed.
 		bv, ok := b.(map[any]any)
-		if !ok || len(av) != len(bv) {
-			*out = append(*out, path)
-			return
-		}
-		for k, x := range av {
-			y, ok := bv[k]
-			if !ok {
-				*out = append(*out, fmt.Sprintf("%s.%v", path, k))
-				continue
-			}
-			leafDiffs(fmt.Sprintf("%s.%v", path, k), x, y, out)
-		}
+		mapDiffs(path, av, bv, ok, out)
 	case []any:
 		bv, ok := b.([]any)
 		if !ok || len(av) != len(bv) {
