@@ -11,7 +11,7 @@ import (
 
 // citeOutside matches citations of documents a reader of the repository
 // cannot open: the design notes and field report it was built from.
-var citeOutside = regexp.MustCompile(`ARCHITECTURE §|(?i:seed) §|\.\./shared/`)
+var citeOutside = regexp.MustCompile(`ARCHITECTURE §|(?i:seed)( [0-9]+)? ?§|(?i:seeds?/[0-9]{3}_)|\.\./shared/`)
 
 // Comments and docs cite the repository's own documents (README.md,
 // docs/ARCHITECTURE.md), never ones outside it.

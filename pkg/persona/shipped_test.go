@@ -166,7 +166,8 @@ func TestManualMentionsEveryOwnTool(t *testing.T) {
 
 // No persona file names a tool the persona does not have: a manual that
 // describes tools an agent lacks teaches it to attempt work that will be
-// refused (seed 004 §16).
+// refused (docs/ARCHITECTURE.md, "Invariants": tool lists, not
+// instructions, decide what a persona can do).
 func TestNoFileNamesAToolThePersonaLacks(t *testing.T) {
 	t.Parallel()
 	for _, info := range persona.All {
@@ -190,7 +191,8 @@ func TestNoFileNamesAToolThePersonaLacks(t *testing.T) {
 }
 
 // The delegation address is the literal slug, and the actor knows the fleet
-// is off limits: the two rules the seed learned in production.
+// is off limits: the two rules the manuals must carry (docs/ARCHITECTURE.md,
+// "Invariants").
 func TestManualsCarryTheHardRules(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
