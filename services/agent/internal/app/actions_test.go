@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +18,6 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/envelope"
-	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
@@ -156,14 +153,7 @@ func TestSolProposesInShadowMode(t *testing.T) {
 	if _, err := env.Clientset.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	manifests, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "hack", "fixtures", "broken-workloads.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := filepath.Join(t.TempDir(), "gitops")
-	if err := gitops.InitLocalRepo(repo, map[string][]byte{"apps/fixtures/broken-workloads.yaml": manifests}); err != nil {
-		t.Fatal(err)
-	}
+	repo := fixturesRepo(t)
 	refs := func() string {
 		out, err := exec.Command("git", "-C", repo, "for-each-ref").CombinedOutput()
 		if err != nil {

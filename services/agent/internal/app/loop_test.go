@@ -71,14 +71,7 @@ func TestDetectFixReviewLoopOnFixtures(t *testing.T) {
 	if err := env.LoadFixtures(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	manifests, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "hack", "fixtures", "broken-workloads.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := filepath.Join(t.TempDir(), "gitops")
-	if err := gitops.InitLocalRepo(repo, map[string][]byte{"apps/fixtures/broken-workloads.yaml": manifests}); err != nil {
-		t.Fatal(err)
-	}
+	repo := fixturesRepo(t)
 	urls := fleet(t, map[string]string{"KUBECONFIG": env.Kubeconfig, "GITOPS_FORGE": "local", "GITOPS_REPO": repo},
 		"noor", "sol", "vera")
 
@@ -190,4 +183,19 @@ func countChanged(diff string) (plus, minus int) {
 		}
 	}
 	return
+}
+
+// fixturesRepo is a local GitOps repository holding the fixtures' manifests
+// (hack/fixtures/broken-workloads.yaml) at apps/fixtures/.
+func fixturesRepo(t *testing.T) string {
+	t.Helper()
+	manifests, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "hack", "fixtures", "broken-workloads.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(t.TempDir(), "gitops")
+	if err := gitops.InitLocalRepo(repo, map[string][]byte{"apps/fixtures/broken-workloads.yaml": manifests}); err != nil {
+		t.Fatal(err)
+	}
+	return repo
 }
