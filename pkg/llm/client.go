@@ -23,6 +23,7 @@ type Client struct {
 	log         *zap.Logger
 	observe     func(endpoint, outcome string, d time.Duration)
 	now         func() time.Time
+	wait        func(ctx context.Context, d time.Duration) error
 }
 
 // route is one endpoint with its go-openai client.
@@ -32,6 +33,9 @@ type route struct {
 	// noTemperature is set once the endpoint rejected the temperature
 	// parameter; later calls omit it.
 	noTemperature atomic.Bool
+	// format is the strictest structured-output level the endpoint has not
+	// refused (format.go); 0 until it refuses one.
+	format atomic.Int32
 }
 
 // Response is a chat completion and how it was obtained.
@@ -63,6 +67,7 @@ func New(cfg Config) (*Client, error) {
 		log:         log,
 		observe:     cfg.Observe,
 		now:         time.Now,
+		wait:        sleepCtx,
 	}
 	for i := range eps {
 		r := &route{endpoint: eps[i]}
@@ -92,8 +97,10 @@ func (c *Client) Endpoints() []Endpoint {
 func (c *Client) Timeout() time.Duration { return c.timeout }
 
 // MaxCallDuration is the longest one Chat call can take when every request
-// hangs: (endpoints + retries) × Timeout. Callers use it to check at start
-// that their own deadlines are longer.
+// hangs: (endpoints + retries) × Timeout. A Retry-After wait stays inside
+// it: the rate-limited attempt and its wait together take at most one
+// Timeout. Callers use it to check at start that their own deadlines are
+// longer.
 func (c *Client) MaxCallDuration() time.Duration {
 	return time.Duration(len(c.eps)+c.retries) * c.timeout
 }
@@ -115,12 +122,36 @@ func (c *Client) Chat(ctx context.Context, req openai.ChatCompletionRequest) (*R
 		r := c.eps[i]
 		for {
 			attempts++
+			began := c.now()
 			resp, fail := c.attempt(ctx, r, req)
 			if fail == nil {
 				return &Response{ChatCompletionResponse: resp, Endpoint: r.Name, Attempts: attempts}, nil
 			}
 			failures = append(failures, fail)
 			last := i == len(c.eps)-1
+			if next, ok := c.nextFormat(r, req, fail); ok {
+				// Not a retry: a format refusal happens at most twice per endpoint, ever (format.go).
+				c.log.Warn("endpoint refuses the structured-output format; sending again with the next one",
+					zap.String("endpoint", r.Name), zap.String("model", r.Model), zap.Int("status", fail.Status),
+					zap.String("format", formatName(next)), zap.String("error", fail.Msg))
+				r.format.Store(int32(next))
+				continue
+			}
+			if retries > 0 && fail.RetryAfter > 0 && (fail.Kind == KindRateLimited || fail.Kind == KindHTTP5xx) {
+				if why := c.waitable(ctx, fail.RetryAfter, c.now().Sub(began)); why != "" {
+					fail.Msg += " (Retry-After " + fail.RetryAfter.String() + " not waited: " + why + ")"
+				} else {
+					retries--
+					c.log.Warn("rate limited; waiting as Retry-After asks, then sending again",
+						zap.String("endpoint", r.Name), zap.Duration("retry_after", fail.RetryAfter), zap.Int("status", fail.Status))
+					if err := c.wait(ctx, fail.RetryAfter); err != nil {
+						failures = append(failures, &Error{Endpoint: r.Name, Kind: KindCanceled,
+							Msg: fmt.Sprintf("call canceled while waiting %s for %s (Retry-After): %v", fail.RetryAfter, r.label, context.Cause(ctx)), Err: context.Cause(ctx)})
+						return nil, joinFailures(failures)
+					}
+					continue
+				}
+			}
 			switch {
 			case retries > 0 && fail.Kind == KindHTTP4xx && temperatureRejected(fail) && !r.noTemperature.Load():
 				retries--
@@ -146,6 +177,49 @@ func (c *Client) Chat(ctx context.Context, req openai.ChatCompletionRequest) (*R
 	return nil, joinFailures(failures)
 }
 
+// nextFormat reports the structured-output level to try after fail, when
+// fail is r refusing the format of req and a looser level is left.
+func (c *Client) nextFormat(r *route, req openai.ChatCompletionRequest, fail *Error) (int, bool) {
+	if req.ResponseFormat == nil || !formatRejected(fail) {
+		return 0, false
+	}
+	level := max(formatLevel(req.ResponseFormat), int(r.format.Load()))
+	if level >= formatNone {
+		return 0, false
+	}
+	return level + 1, true
+}
+
+// waitable says why a Retry-After wait of d after an attempt that took
+// spent is not waited ("" when it is): the attempt and the wait together
+// stay within the per-call timeout (LLM_TIMEOUT; a longer wait is a hang by
+// another name, and MaxCallDuration holds), and the wait takes at most half
+// of what is left of the caller's deadline, so the answer after it still
+// has time to arrive.
+func (c *Client) waitable(ctx context.Context, d, spent time.Duration) string {
+	if d+spent > c.timeout {
+		return fmt.Sprintf("longer than the per-call timeout %s (LLM_TIMEOUT)", c.timeout)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if left := dl.Sub(c.now()); d > left/2 {
+			return fmt.Sprintf("more than half of the %s left of the caller's deadline", left.Round(time.Millisecond))
+		}
+	}
+	return ""
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
 // timeoutCause is the cause of an attempt's own deadline.
 type timeoutCause struct {
 	endpoint string
@@ -164,6 +238,9 @@ func (c *Client) attempt(ctx context.Context, r *route, req openai.ChatCompletio
 	defer cancel()
 
 	req.Model = r.Model
+	if lvl := int(r.format.Load()); req.ResponseFormat != nil && lvl > formatLevel(req.ResponseFormat) {
+		req = downgradeFormat(req, lvl)
+	}
 	st := &attemptState{}
 	if r.noTemperature.Load() {
 		req.Temperature = 0 // omitted by go-openai, not spliced
@@ -174,6 +251,13 @@ func (c *Client) attempt(ctx context.Context, r *route, req openai.ChatCompletio
 
 	resp, err := r.api.CreateChatCompletion(actx, req)
 	fail := c.classify(ctx, actx, cause, r, st, resp, err)
+	if fail == nil {
+		for i, text := range st.reasoning {
+			if i < len(resp.Choices) && resp.Choices[i].Message.ReasoningContent == "" {
+				resp.Choices[i].Message.ReasoningContent = text
+			}
+		}
+	}
 	d := c.now().Sub(start)
 
 	outcome := OutcomeOK

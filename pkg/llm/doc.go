@@ -22,6 +22,26 @@
 //     call is (len(Endpoints)+1) × Timeout; Client.MaxCallDuration reports
 //     it so callers can order their own timeouts at start.
 //
+//   - Retry-After is honoured. A 429 (or 503) naming a wait (Retry-After
+//     in seconds or as a date, Azure's retry-after-ms) spends the one extra
+//     request on waiting it and asking the same endpoint again, before any
+//     failover — when the attempt and the wait together fit in Timeout and
+//     the wait takes at most half of what is left of the caller's deadline.
+//     Otherwise the call fails over at once, and the error says why it did
+//     not wait (a daily quota's "Retry-After: 86400" is never waited).
+//
+//   - Structured output falls back per endpoint: a server that refuses the
+//     request's response_format (a 4xx or 5xx about response_format, JSON
+//     schemas or grammars — format.go lists what servers send) gets it
+//     again with json_object, then with none; the schema moves into the
+//     system message as an instruction, and the endpoint keeps the level it
+//     accepted. The caller parses JSON out of prose at the last level.
+//
+//   - Reasoning text is handed over, not mixed in: a "reasoning" field
+//     (Ollama, vLLM from 0.11) is moved to ReasoningContent, where
+//     reasoning_content (vLLM before 0.11, llama.cpp, DeepSeek) already is.
+//     Inline <think> tags in content are left to the caller.
+//
 //   - Failover triggers: timeout, connection error, HTTP 5xx, HTTP 429, an
 //     HTML page instead of JSON (a proxy's "502 Bad Gateway" page, seen both
 //     with status 502 and inside 200 answers), and an answer that is not a

@@ -3,6 +3,7 @@ package llm
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Kinds of attempt outcome. They are the Kind of an *Error and the outcome
@@ -30,6 +31,9 @@ type Error struct {
 	Kind     string // one of the Kind constants
 	Msg      string // human-readable, names the endpoint and what to check
 	Err      error  // underlying cause when there is one (context, network)
+	// RetryAfter is the wait a 429 or 503 asked for (Retry-After or
+	// retry-after-ms); zero when the answer named none.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return "llm: " + e.Msg }

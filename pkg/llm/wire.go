@@ -8,7 +8,9 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // maxResponseBytes bounds how much of an answer is read.
@@ -19,6 +21,10 @@ const maxResponseBytes = 32 << 20
 type attemptState struct {
 	injectZeroTemperature bool // splice "temperature":0 into the body
 	sent                  bool // the doer was called (go-openai validation passed)
+	// reasoning holds, per choice, a "reasoning" text field (Ollama, vLLM
+	// from 0.11) that go-openai does not decode; the client moves it to
+	// ReasoningContent.
+	reasoning []string
 }
 
 type attemptKey struct{}
@@ -56,6 +62,9 @@ func (w *wireDoer) Do(req *http.Request) (*http.Response, error) {
 	}
 	if e := w.classify(resp, body); e != nil {
 		return nil, e
+	}
+	if st != nil {
+		st.reasoning = reasoningFields(body)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
@@ -117,11 +126,17 @@ func (w *wireDoer) classify(resp *http.Response, body []byte) *Error {
 	case code == http.StatusNotFound:
 		return w.fail(code, KindNotFound, fmt.Sprintf("model or path not found at %s: check %s (should end in /v1) and %s (HTTP 404: %s)", label, envName(w.ep.index, "BASE_URL"), modelEnv(w.ep.index), detail))
 	case code == http.StatusTooManyRequests:
-		return w.fail(code, KindRateLimited, fmt.Sprintf("rate limited by %s (HTTP 429: %s)", label, detail))
+		e := w.fail(code, KindRateLimited, fmt.Sprintf("rate limited by %s (HTTP 429: %s)", label, detail))
+		e.RetryAfter = retryAfter(resp.Header, time.Now())
+		return e
 	case code == http.StatusRequestTimeout:
 		return w.fail(code, KindTimeout, fmt.Sprintf("%s timed out upstream (HTTP 408: %s)", label, detail))
 	case code >= 500:
-		return w.fail(code, KindHTTP5xx, fmt.Sprintf("server error from %s (HTTP %d: %s)", label, code, detail))
+		e := w.fail(code, KindHTTP5xx, fmt.Sprintf("server error from %s (HTTP %d: %s)", label, code, detail))
+		if code == http.StatusServiceUnavailable {
+			e.RetryAfter = retryAfter(resp.Header, time.Now())
+		}
+		return e
 	case code >= 400:
 		return w.fail(code, KindHTTP4xx, fmt.Sprintf("request rejected by %s (HTTP %d: %s)", label, code, detail))
 	default:
@@ -235,4 +250,57 @@ func redactKey(s, key string) string {
 // model", "temperature is not supported").
 func temperatureRejected(e *Error) bool {
 	return e.Status == http.StatusBadRequest && strings.Contains(strings.ToLower(e.Msg), "temperature")
+}
+
+// retryAfter reads the wait a 429 or 503 asks for: retry-after-ms (Azure
+// OpenAI, milliseconds) wins over Retry-After (RFC 9110: seconds or an
+// HTTP date). Zero when neither is there or parses.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// reasoningFields returns each choice's message.reasoning when it is a
+// string (nil when no choice has one).
+func reasoningFields(body []byte) []string {
+	var v struct {
+		Choices []struct {
+			Message struct {
+				Reasoning json.RawMessage `json:"reasoning"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	var out []string
+	found := false
+	for _, c := range v.Choices {
+		var s string
+		if len(c.Message.Reasoning) > 0 && json.Unmarshal(c.Message.Reasoning, &s) == nil && s != "" {
+			found = true
+		}
+		out = append(out, s)
+	}
+	if !found {
+		return nil
+	}
+	return out
 }
