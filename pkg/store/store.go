@@ -58,14 +58,9 @@ type Run struct {
 	FinishedAt   *time.Time
 }
 
-// Event is one line of a run's JSONL trace.
-type Event struct {
-	RunID string          `json:"run_id"`
-	Seq   int             `json:"seq"`
-	Time  time.Time       `json:"time"`
-	Type  string          `json:"type"` // run_start, llm_request, llm_response, tool_call, tool_result, guard_denied, a2a_send, run_finish
-	Data  json.RawMessage `json:"data,omitempty"`
-}
+// Event is one line of a run's JSONL trace: the wire type of pkg/api, kept
+// as it is.
+type Event = api.TraceEvent
 
 // RunFilter narrows ListRuns. Empty fields match everything.
 type RunFilter struct {

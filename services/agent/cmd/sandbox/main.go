@@ -16,23 +16,17 @@
 //	sandbox [-headless] [-bin DIR] [-dir DIR] [-core-port N] [-agent-port N] [-timeout D]
 //
 // -headless runs the incident, stops everything and exits 0 only if the
-// pull request was merged (`make e2e`). The work is done by
-// services/agent/internal/sandbox; this is its flags.
+// pull request was merged (`make e2e`). The flags and the work are
+// services/agent/internal/sandbox's (Main); this is the signals.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
-	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 	"github.com/kubecrew/kubecrew/services/agent/internal/sandbox"
 )
 
@@ -48,49 +42,5 @@ func main() {
 		<-sigc
 		forceCancel()
 	}()
-	os.Exit(Main(ctx, force, os.Args[1:], os.Getenv, os.Environ(), os.Stdout, os.Stderr))
-}
-
-// Main parses args and runs; it returns the exit code. ctx ending stops
-// the fleet (Ctrl-C); force ending skips the graceful part of the stop.
-func Main(ctx, force context.Context, args []string, getenv func(string) string, environ []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o := sandbox.Options{Environ: environ}
-	fs.BoolVar(&o.Headless, "headless", false, "run the incident, stop everything, exit 0 only if the PR was merged")
-	fs.StringVar(&o.BinDir, "bin", "bin", "directory holding the agent and core binaries (make build)")
-	fs.StringVar(&o.RunDir, "dir", "", "run directory for logs and the GitOps repository (default: a new /tmp/kubecrew-run.*)")
-	fs.IntVar(&o.CorePort, "core-port", 8080, "core port on 127.0.0.1 (0 = any free port)")
-	fs.IntVar(&o.AgentPort, "agent-port", 8001, "first agent port; noor, sol, vera, dax, ada take it and the next four (0 = free ports)")
-	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "how long the incident may take from alert to merge")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sandbox: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	o.Kubeconfig = strings.TrimSpace(getenv("KUBECONFIG"))
-	o.AllowActions = getenv("KUBECREW_ALLOW_ACTIONS") == "1"
-	o.LLMBaseURL = strings.TrimSpace(getenv("LLM_BASE_URL"))
-	tier, err := sandbox.ParseTier(getenv(sandbox.TierEnv))
-	if err != nil {
-		fmt.Fprintf(stderr, "sandbox: %v\n", err)
-		return 2
-	}
-	o.Tier = tier
-	root, err := kubetest.RepoRoot()
-	if err != nil {
-		fmt.Fprintf(stderr, "sandbox: %v\n", err)
-		return 2
-	}
-	o.Root = root
-	if err := sandbox.Run(ctx, force, o, stdout); err != nil {
-		fmt.Fprintf(stderr, "[kubecrew] %v\n", err)
-		if errors.Is(err, sandbox.ErrInterrupted) {
-			return 130
-		}
-		return 1
-	}
-	return 0
+	os.Exit(sandbox.Main(ctx, force, os.Args[1:], os.Getenv, os.Environ(), os.Stdout, os.Stderr))
 }

@@ -59,7 +59,7 @@ func (r *Result) finish() {
 // runRec is one agent run with its trace.
 type runRec struct {
 	persona string
-	view    sandbox.RunView
+	view    api.RunView
 	raw     []byte // GET /runs/{id}/trace, as served
 	report  []byte // GET /runs/{id}/report
 	code    int    // its status
@@ -68,7 +68,7 @@ type runRec struct {
 // evidence is what the judges read after the scenario.
 type evidence struct {
 	runs         []runRec
-	invs         []sandbox.Investigation
+	invs         []api.Investigation
 	prs          []gitops.PR
 	diffs        map[int]string
 	reviews      map[int][]gitops.Review
@@ -87,7 +87,7 @@ func (r *Runner) collect(ctx context.Context, sr *scenarioRun, dir string) (*evi
 	ev := &evidence{diffs: map[int]string{}, reviews: map[int][]gitops.Review{}}
 	f := sr.fleet
 	var invs struct {
-		Items []sandbox.Investigation `json:"items"`
+		Items []api.Investigation `json:"items"`
 	}
 	if _, err := sandbox.GetJSON(ctx, f.Core+"/api/v1/investigations?limit=100", &invs); err != nil {
 		return nil, err

@@ -114,7 +114,7 @@ type scenarioRun struct {
 	fleet     *sandbox.Fleet
 	tap       ModelTap
 	start     time.Time
-	decisions []sandbox.Decision
+	decisions []api.AlertDecision
 	triggerID string
 	triggerAt string // persona of the trigger run
 	answer    string
@@ -279,8 +279,8 @@ func (r *Runner) fire(ctx context.Context, sr *scenarioRun) error {
 		body := alertBody(*t.Alert, sr.ns, time.Now().Add(-5*time.Minute))
 		for i := 0; i < n; i++ {
 			var ans struct {
-				Decisions []sandbox.Decision `json:"decisions"`
-				Error     string             `json:"error"`
+				Decisions []api.AlertDecision `json:"decisions"`
+				Error     string              `json:"error"`
 			}
 			code, err := sandbox.PostJSON(ctx, f.Core+"/api/v1/alerts", body, &ans)
 			if err != nil {
@@ -448,7 +448,7 @@ func waitQuiet(ctx context.Context, f *sandbox.Fleet) error {
 
 func fleetBusy(ctx context.Context, f *sandbox.Fleet) (bool, error) {
 	var invs struct {
-		Items []sandbox.Investigation `json:"items"`
+		Items []api.Investigation `json:"items"`
 	}
 	if code, err := sandbox.GetJSON(ctx, f.Core+"/api/v1/investigations?limit=100", &invs); err != nil || code != http.StatusOK {
 		return true, fmt.Errorf("investigations: %d %v", code, err)

@@ -19,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubecrew/kubecrew/pkg/a2a"
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
@@ -171,7 +172,7 @@ func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {
 		t.Fatalf("decision = %+v, want dispatched to platform-sre", oc.Decision)
 	}
 	var decisions struct {
-		Items []Decision `json:"items"`
+		Items []api.AlertDecision `json:"items"`
 	}
 	if code, err := GetJSON(ctx, f.Core+"/api/v1/alerts", &decisions); err != nil || code != 200 {
 		t.Errorf("GET /api/v1/alerts = %d %v", code, err)
@@ -179,7 +180,7 @@ func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {
 		t.Errorf("core's recorded decisions = %+v", decisions.Items)
 	}
 	// 2. the investigation and its findings, as the core recorded them
-	var inv Investigation
+	var inv api.Investigation
 	if code, err := GetJSON(ctx, f.Core+"/api/v1/investigations/"+oc.Decision.InvestigationID, &inv); err != nil || code != 200 {
 		t.Fatalf("GET investigation = %d %v", code, err)
 	}
@@ -213,10 +214,10 @@ func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {
 	}
 	// 4. both sides of the A2A audit log hold the instruction
 	instruction := "Fix Deployment " + FixtureNamespace + "/" + IncidentWorkload
-	sent := findAudit(ctx, f.URL("noor"), func(a AuditItem) bool {
+	sent := findAudit(ctx, f.URL("noor"), func(a a2a.AuditItem) bool {
 		return a.Direction == "sent" && a.Verb == "delegate" && a.Callee == "k8s-engineer" && a.CallerRunID == inv.RunID
 	})
-	received := findAudit(ctx, f.URL("sol"), func(a AuditItem) bool {
+	received := findAudit(ctx, f.URL("sol"), func(a a2a.AuditItem) bool {
 		return a.Direction == "received" && a.Verb == "delegate" && a.Caller == "platform-sre" && a.CalleeRunID == d.RunID
 	})
 	if sent == nil || !strings.Contains(sent.Text, instruction) {

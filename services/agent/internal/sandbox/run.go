@@ -61,8 +61,84 @@ var ErrNotMerged = errors.New("the incident did not reach \"merged\"")
 // then either stops (headless) or waits for ctx to end. It always stops
 // what it started before it returns.
 func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
-	started := time.Now()
-	say := func(format string, args ...any) { fmt.Fprintf(out, "[kubecrew] "+format+"\n", args...) }
+	r := &runner{o: o, out: out, started: time.Now(), sup: NewSupervisor()}
+	if err := r.prepare(); err != nil {
+		return err
+	}
+	banner(out, r.o, r.m)
+	defer func() {
+		if ctx.Err() != nil && err != nil {
+			err = fmt.Errorf("%w (%v)", ErrInterrupted, err)
+		}
+		r.stop(force, err)
+	}()
+	inc, err := r.cluster(ctx)
+	if err != nil {
+		return err
+	}
+	if r.m != modeReadOnly {
+		if err := r.gitopsRepo(&inc); err != nil {
+			return err
+		}
+	}
+	// Free ports are chosen only now, once the cluster holds its own (its
+	// ports are random too), so the two cannot pick the same one.
+	r.say("starting the core and five agents (logs in %s)", r.logDir)
+	fleet, err := StartFleetOnFreePorts(ctx, FleetConfig{
+		BinDir: r.o.BinDir, LogDir: r.logDir, Host: "127.0.0.1", CorePort: r.o.CorePort, AgentPort: r.o.AgentPort,
+		Kubeconfig: r.kubeconfig, GitOpsRepo: inc.Repo, ReadOnly: r.m == modeReadOnly, LLMBaseURL: r.o.LLMBaseURL, Environ: r.o.Environ,
+	}, r.sup, out)
+	writePIDs(r.o.RunDir, nil, r.sup)
+	if err != nil {
+		return err
+	}
+	r.say("fleet ready %.1fs after start", time.Since(r.started).Seconds())
+	var outcome *Outcome
+	var incErr error
+	if r.m != modeReadOnly {
+		outcome, incErr = r.incident(ctx, fleet, inc)
+	}
+	if r.o.Headless {
+		if incErr != nil {
+			return fmt.Errorf("%w: %v", ErrNotMerged, incErr)
+		}
+		if outcome == nil || !outcome.Merged {
+			return ErrNotMerged
+		}
+		return nil
+	}
+	tryIt(out, fleet, outcome, r.m)
+	select {
+	case <-ctx.Done():
+		return nil
+	case p := <-r.sup.Exited():
+		return fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s", p.Name, p.err, p.LogPath, tail(p.LogPath, 20))
+	}
+}
+
+// runner is one `make run`: its settings, what it started and what stops
+// it again.
+type runner struct {
+	o          Options
+	m          mode
+	out        io.Writer
+	started    time.Time
+	sup        *Supervisor
+	cleanups   []func() // run last first, after the fleet stopped
+	autoDir    bool     // the run directory is ours to remove
+	logDir     string
+	kubeconfig string
+}
+
+func (r *runner) say(format string, args ...any) {
+	fmt.Fprintf(r.out, "[kubecrew] "+format+"\n", args...)
+}
+
+// prepare checks the settings before anything starts: the binaries, the
+// fixed ports (a taken one must not cost a cluster start; the fleet checks
+// again when it binds), the mode; and makes the run directory.
+func (r *runner) prepare() (err error) {
+	o := &r.o
 	if o.BinDir, err = filepath.Abs(o.BinDir); err != nil {
 		return err
 	}
@@ -71,8 +147,6 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 			return fmt.Errorf("%s/%s missing: run `make build` first (%w)", o.BinDir, b, err)
 		}
 	}
-	// Fixed ports are checked before anything starts: a taken one must not
-	// cost a cluster start (the fleet checks again when it binds).
 	var fixed []int
 	if o.CorePort != 0 {
 		fixed = append(fixed, o.CorePort)
@@ -85,158 +159,137 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 	if err := portsFree("127.0.0.1", fixed); err != nil {
 		return err
 	}
-	autoDir := o.RunDir == ""
-	if autoDir {
+	r.autoDir = o.RunDir == ""
+	if r.autoDir {
 		if o.RunDir, err = os.MkdirTemp("", "kubecrew-run."); err != nil {
 			return err
 		}
 	}
-	logDir := filepath.Join(o.RunDir, "logs")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
+	r.logDir = filepath.Join(o.RunDir, "logs")
+	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
 		return err
 	}
 	if o.Tier == "" {
 		o.Tier = DefaultTier
 	}
-	m := modeOf(o)
-	if o.Headless && m == modeReadOnly {
+	r.m = modeOf(*o)
+	r.kubeconfig = o.Kubeconfig
+	if o.Headless && r.m == modeReadOnly {
 		return errors.New("-headless drives the demo incident, which needs the sandbox (unset KUBECONFIG) or, on your own cluster, KUBECREW_ALLOW_ACTIONS=1")
 	}
-	banner(out, o, m)
+	return nil
+}
 
-	sup := NewSupervisor()
-	var cleanups []func()
-	defer func() {
-		if ctx.Err() != nil && err != nil {
-			err = fmt.Errorf("%w (%v)", ErrInterrupted, err)
-		}
-		what := "the fleet"
-		if m == modeSandbox {
-			what += " and the sandbox cluster"
-		}
-		say("stopping %s", what)
-		stopCtx, cancel := context.WithCancel(force)
-		defer cancel()
-		t0 := time.Now()
-		sup.Stop(stopCtx, 10*time.Second)
-		t1 := time.Now()
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-		kept := "logs kept in " + logDir
-		if o.Headless && autoDir && err == nil {
-			// a passing headless run (make test) leaves no litter; a failing one keeps its logs
-			_ = os.RemoveAll(o.RunDir)
-			kept = "run directory removed"
-		}
-		say("stopped everything it started (fleet %.1fs, then %.1fs); %s", t1.Sub(t0).Seconds(), time.Since(t1).Seconds(), kept)
-	}()
+// stop stops the fleet, then the rest last first; force ending skips the
+// graceful part. A passing headless run in a directory of its own (make
+// test) leaves no litter; a failing one keeps its logs.
+func (r *runner) stop(force context.Context, err error) {
+	what := "the fleet"
+	if r.m == modeSandbox {
+		what += " and the sandbox cluster"
+	}
+	r.say("stopping %s", what)
+	stopCtx, cancel := context.WithCancel(force)
+	defer cancel()
+	t0 := time.Now()
+	r.sup.Stop(stopCtx, 10*time.Second)
+	t1 := time.Now()
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+	kept := "logs kept in " + r.logDir
+	if r.o.Headless && r.autoDir && err == nil {
+		_ = os.RemoveAll(r.o.RunDir)
+		kept = "run directory removed"
+	}
+	r.say("stopped everything it started (fleet %.1fs, then %.1fs); %s", t1.Sub(t0).Seconds(), time.Since(t1).Seconds(), kept)
+}
 
-	kubeconfig := o.Kubeconfig
-	var repo string
+// cluster readies the mode's cluster: the sandbox started and its fixtures
+// loaded, the broken workloads applied to the user's cluster, or (read-only)
+// the user's cluster checked.
+func (r *runner) cluster(ctx context.Context) (IncidentConfig, error) {
+	o, out := r.o, r.out
 	inc := IncidentConfig{Namespace: FixtureNamespace, RepoPath: "apps/" + FixtureNamespace + "/broken-workloads.yaml"}
-	switch m {
+	switch r.m {
 	case modeSandbox:
 		sb, err := StartCluster(ctx, o.Root, filepath.Join(o.RunDir, "cluster"), o.Tier, nil, out)
 		if sb != nil {
-			cleanups = append(cleanups, func() { sb.Stop(out) })
+			r.cleanups = append(r.cleanups, func() { sb.Stop(out) })
 			writePIDs(o.RunDir, sb.PIDs(), nil)
 		}
 		if err != nil {
-			return err
+			return inc, err
 		}
-		kubeconfig = sb.Kubeconfig
-		cs, err := Clientset(kubeconfig)
+		r.kubeconfig = sb.Kubeconfig
+		cs, err := Clientset(r.kubeconfig)
 		if err != nil {
-			return err
+			return inc, err
 		}
 		t0 := time.Now()
 		if o.Tier == TierSim {
 			if err := ApplySimFixtures(ctx, cs, o.Root, FixtureNamespace, out); err != nil {
-				return err
+				return inc, err
 			}
-			say("the six broken workloads and a healthy one run in namespace %s (%d ms)", FixtureNamespace, time.Since(t0).Milliseconds())
+			r.say("the six broken workloads and a healthy one run in namespace %s (%d ms)", FixtureNamespace, time.Since(t0).Milliseconds())
 		} else {
 			if err := LoadFixtures(ctx, cs, FixtureNamespace, time.Now()); err != nil {
-				return err
+				return inc, err
 			}
-			say("loaded the six broken workloads and a healthy one into namespace %s (%d ms)", FixtureNamespace, time.Since(t0).Milliseconds())
+			r.say("loaded the six broken workloads and a healthy one into namespace %s (%d ms)", FixtureNamespace, time.Since(t0).Milliseconds())
 		}
 		inc.Clientset = cs
 	case modeActions:
-		cs, err := Clientset(kubeconfig)
+		cs, err := Clientset(r.kubeconfig)
 		if err != nil {
-			return err
+			return inc, err
 		}
 		undo, err := ApplyRealFixtures(ctx, cs, FixtureNamespace, out)
 		if undo != nil {
-			cleanups = append(cleanups, func() { undo(out) })
+			r.cleanups = append(r.cleanups, func() { undo(out) })
 		}
 		if err != nil {
-			return err
+			return inc, err
 		}
 		inc.Clientset = cs
 	case modeReadOnly:
-		if err := checkCluster(ctx, kubeconfig, out); err != nil {
-			return err
+		if err := checkCluster(ctx, r.kubeconfig, out); err != nil {
+			return inc, err
 		}
 	}
-	if m != modeReadOnly {
-		manifests, err := os.ReadFile(filepath.Join(o.Root, kubetest.FixtureManifest))
-		if err != nil {
-			return err
-		}
-		repo = filepath.Join(o.RunDir, "gitops.git")
-		if err := gitops.InitLocalRepo(repo, map[string][]byte{inc.RepoPath: manifests}); err != nil {
-			return fmt.Errorf("creating the GitOps repository: %w", err)
-		}
-		inc.Repo = repo
-		say("GitOps repository (local git, bare): %s holding %s", repo, inc.RepoPath)
-	}
+	return inc, nil
+}
 
-	// Free ports are chosen only now, once the cluster holds its own (its
-	// ports are random too), so the two cannot pick the same one.
-	say("starting the core and five agents (logs in %s)", logDir)
-	fleet, err := StartFleetOnFreePorts(ctx, FleetConfig{
-		BinDir: o.BinDir, LogDir: logDir, Host: "127.0.0.1", CorePort: o.CorePort, AgentPort: o.AgentPort,
-		Kubeconfig: kubeconfig, GitOpsRepo: repo, ReadOnly: m == modeReadOnly, LLMBaseURL: o.LLMBaseURL, Environ: o.Environ,
-	}, sup, out)
-	writePIDs(o.RunDir, nil, sup)
+// gitopsRepo creates the local GitOps repository holding the fixtures'
+// manifests, where Sol opens his pull request.
+func (r *runner) gitopsRepo(inc *IncidentConfig) error {
+	manifests, err := os.ReadFile(filepath.Join(r.o.Root, kubetest.FixtureManifest))
 	if err != nil {
 		return err
 	}
-	say("fleet ready %.1fs after start", time.Since(started).Seconds())
+	repo := filepath.Join(r.o.RunDir, "gitops.git")
+	if err := gitops.InitLocalRepo(repo, map[string][]byte{inc.RepoPath: manifests}); err != nil {
+		return fmt.Errorf("creating the GitOps repository: %w", err)
+	}
+	inc.Repo = repo
+	r.say("GitOps repository (local git, bare): %s holding %s", repo, inc.RepoPath)
+	return nil
+}
 
-	var outcome *Outcome
-	var incErr error
-	if m != modeReadOnly {
-		fmt.Fprintln(out)
-		say("the incident: an OOMKill alert for %s/%s, as Alertmanager would send it", FixtureNamespace, IncidentWorkload)
-		ictx, cancel := context.WithTimeoutCause(ctx, o.Timeout, fmt.Errorf("the incident took longer than -timeout %s", o.Timeout))
-		outcome, incErr = Drive(ictx, fleet, inc, NewTimeline(out, nil))
-		cancel()
-		fmt.Fprintln(out)
-		summary(out, fleet, outcome, incErr, started)
-		if o.AfterIncident != nil {
-			o.AfterIncident(fleet, outcome, incErr)
-		}
+// incident drives the demo incident within -timeout and prints its
+// summary.
+func (r *runner) incident(ctx context.Context, fleet *Fleet, inc IncidentConfig) (*Outcome, error) {
+	fmt.Fprintln(r.out)
+	r.say("the incident: an OOMKill alert for %s/%s, as Alertmanager would send it", FixtureNamespace, IncidentWorkload)
+	ictx, cancel := context.WithTimeoutCause(ctx, r.o.Timeout, fmt.Errorf("the incident took longer than -timeout %s", r.o.Timeout))
+	outcome, err := Drive(ictx, fleet, inc, NewTimeline(r.out, nil))
+	cancel()
+	fmt.Fprintln(r.out)
+	summary(r.out, fleet, outcome, err, r.started)
+	if r.o.AfterIncident != nil {
+		r.o.AfterIncident(fleet, outcome, err)
 	}
-	if o.Headless {
-		if incErr != nil {
-			return fmt.Errorf("%w: %v", ErrNotMerged, incErr)
-		}
-		if outcome == nil || !outcome.Merged {
-			return ErrNotMerged
-		}
-		return nil
-	}
-	tryIt(out, fleet, outcome, m)
-	select {
-	case <-ctx.Done():
-		return nil
-	case p := <-sup.Exited():
-		return fmt.Errorf("%s exited unexpectedly (%v); last lines of %s:\n%s", p.Name, p.err, p.LogPath, tail(p.LogPath, 20))
-	}
+	return outcome, err
 }
 
 type mode int

@@ -11,29 +11,9 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
-// Event is one trace event of a run (GET /runs/{id}).
-type Event struct {
-	Seq  int             `json:"seq"`
-	Time time.Time       `json:"time"`
-	Type string          `json:"type"`
-	Data json.RawMessage `json:"data"`
-}
-
-// RunView is an agent's GET /runs/{id}.
-type RunView struct {
-	api.RunResult
-	Task    string            `json:"task"`
-	Context map[string]string `json:"context"`
-	Caller  string            `json:"caller"`
-	Trace   []Event           `json:"trace"`
-}
-
-// Finished reports whether the run has ended.
-func (r RunView) Finished() bool { return r.Status != "" && r.Status != api.StatusRunning }
-
 // GetRun fetches one run.
-func GetRun(ctx context.Context, base, id string) (RunView, error) {
-	var v RunView
+func GetRun(ctx context.Context, base, id string) (api.RunView, error) {
+	var v api.RunView
 	code, err := GetJSON(ctx, base+"/runs/"+id, &v)
 	if err != nil {
 		return v, err
@@ -85,7 +65,7 @@ func (w *watcher) tick(ctx context.Context) {
 }
 
 // show adds the run's events not added yet.
-func (w *watcher) show(who string, run RunView) {
+func (w *watcher) show(who string, run api.RunView) {
 	last, ok := w.seen[run.RunID]
 	if !ok {
 		last = -1
@@ -103,7 +83,7 @@ func (w *watcher) show(who string, run RunView) {
 	w.seen[run.RunID] = last
 }
 
-func (w *watcher) add(who, runID string, ev Event) {
+func (w *watcher) add(who, runID string, ev api.TraceEvent) {
 	var d map[string]json.RawMessage
 	_ = json.Unmarshal(ev.Data, &d)
 	str := func(k string) string {

@@ -211,17 +211,6 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, res)
 }
 
-// RunView is GET /runs/{id}: the result and the full trace.
-type RunView struct {
-	api.RunResult
-	Task         string            `json:"task"`
-	Context      map[string]string `json:"context,omitempty"`
-	Caller       string            `json:"caller,omitempty"`
-	SocialDepth  int               `json:"social_depth"`
-	DiscussionID string            `json:"discussion_id,omitempty"`
-	Trace        []store.Event     `json:"trace"`
-}
-
 // ResultOf converts a stored run to its wire result.
 func ResultOf(rec store.Run) api.RunResult {
 	fs := rec.Findings
@@ -269,7 +258,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	WriteJSON(w, http.StatusOK, RunView{RunResult: ResultOf(rec), Task: rec.Task, Context: rec.Context,
+	WriteJSON(w, http.StatusOK, api.RunView{RunResult: ResultOf(rec), Task: rec.Task, Context: rec.Context,
 		Caller: rec.Caller, SocialDepth: rec.SocialDepth, DiscussionID: rec.DiscussionID, Trace: evs})
 }
 

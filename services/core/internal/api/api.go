@@ -161,7 +161,7 @@ func (s *server) investigations(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, err)
 		return
 	}
-	out := ListAnswer[InvestigationView]{Items: make([]InvestigationView, len(is)), NextCursor: next}
+	out := ListAnswer[kapi.Investigation]{Items: make([]kapi.Investigation, len(is)), NextCursor: next}
 	for i, inv := range is {
 		out.Items[i] = investigationView(inv)
 	}

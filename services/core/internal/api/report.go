@@ -23,15 +23,6 @@ type RunReader interface {
 // maxChainRuns bounds how many runs one investigation report follows.
 const maxChainRuns = 12
 
-// agentRun is the part of an agent's GET /runs/{id} the report shows.
-type agentRun struct {
-	kapi.RunResult
-	Task        string        `json:"task"`
-	Caller      string        `json:"caller"`
-	SocialDepth int           `json:"social_depth"`
-	Trace       []store.Event `json:"trace"`
-}
-
 // investigationReport is GET /api/v1/investigations/{id}/report: the
 // investigation and the chain of runs it caused across agents — the triage
 // run, the run it delegated to, the runs that one told — on one
@@ -87,7 +78,7 @@ func (s *server) followChain(ctx context.Context, reader RunReader, first tracer
 		raw, err := reader.GetRun(cctx, name, l.RunID)
 		cancel()
 		run := tracereport.Run{AgentName: name, RunResult: kapi.RunResult{RunID: l.RunID, Agent: name}}
-		var ar agentRun
+		var ar kapi.RunView // an agent's GET /runs/{id}
 		switch {
 		case err != nil:
 			run.FetchError = err.Error()

@@ -26,25 +26,8 @@ func decisionView(d store.AlertDecision) DecisionView {
 		Decision: d.Decision, Agent: d.Agent, InvestigationID: d.InvestigationID, Reason: d.Reason, At: d.At.UTC()}
 }
 
-// InvestigationView is one alert investigation.
-type InvestigationView struct {
-	ID              string          `json:"id"`
-	Fingerprint     string          `json:"fingerprint"`
-	Alertname       string          `json:"alertname"`
-	Agent           string          `json:"agent"`
-	RunID           string          `json:"run_id"`
-	Status          string          `json:"status"`
-	Findings        []kapi.Finding  `json:"findings"`
-	Answer          string          `json:"answer"`
-	Error           string          `json:"error"`
-	Alert           json.RawMessage `json:"alert"`
-	StartedAt       time.Time       `json:"started_at"`
-	FinishedAt      *time.Time      `json:"finished_at"`
-	DurationSeconds *float64        `json:"duration_seconds"`
-}
-
-func investigationView(i store.Investigation) InvestigationView {
-	v := InvestigationView{ID: i.ID, Fingerprint: i.Fingerprint, Alertname: i.Alertname, Agent: i.Agent, RunID: i.RunID,
+func investigationView(i store.Investigation) kapi.Investigation {
+	v := kapi.Investigation{ID: i.ID, Fingerprint: i.Fingerprint, Alertname: i.Alertname, Agent: i.Agent, RunID: i.RunID,
 		Status: i.Status, Findings: i.Findings, Answer: i.Answer, Error: i.Error, StartedAt: i.StartedAt.UTC()}
 	if v.Findings == nil {
 		v.Findings = []kapi.Finding{}

@@ -19,25 +19,9 @@ type Processor interface {
 	Process(ctx context.Context, m Message) ([]store.AlertDecision, error)
 }
 
-// Decision is one alert's decision as the webhook answers it.
-type Decision struct {
-	Fingerprint     string `json:"fingerprint"`
-	Alertname       string `json:"alertname"`
-	Status          string `json:"status"`
-	Decision        string `json:"decision"`
-	Agent           string `json:"agent"`
-	InvestigationID string `json:"investigation_id"`
-	Reason          string `json:"reason"`
-}
-
-// Answer is the body of a 200 answer.
-type Answer struct {
-	Decisions []Decision `json:"decisions"`
-}
-
 // FromStore converts a recorded decision.
-func FromStore(d store.AlertDecision) Decision {
-	return Decision{Fingerprint: d.Fingerprint, Alertname: d.Alertname, Status: d.Status, Decision: d.Decision,
+func FromStore(d store.AlertDecision) api.AlertDecision {
+	return api.AlertDecision{Fingerprint: d.Fingerprint, Alertname: d.Alertname, Status: d.Status, Decision: d.Decision,
 		Agent: d.Agent, InvestigationID: d.InvestigationID, Reason: d.Reason}
 }
 
@@ -81,7 +65,7 @@ func serve(w http.ResponseWriter, r *http.Request, p Processor, log *zap.Logger)
 			zap.String("group_key", msg.GroupKey), zap.Int("alerts", len(msg.Alerts)), zap.Int("recorded", len(ds)), zap.Error(err))
 		return writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 	}
-	ans := Answer{Decisions: make([]Decision, len(ds))}
+	ans := api.AlertsAnswer{Decisions: make([]api.AlertDecision, len(ds))}
 	for i, d := range ds {
 		ans.Decisions[i] = FromStore(d)
 	}
