@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/persona"
 )
 
 // Labels every kubecrew object carries. Sol refuses to act on workloads
@@ -28,17 +30,26 @@ type Agent struct {
 	Replicas int
 }
 
-// Fleet is the five personas (docs/ARCHITECTURE.md).
-var Fleet = []Agent{
-	{"noor", "platform-sre", 1},
-	{"sol", "k8s-engineer", 1},
-	{"vera", "code-reviewer", 1},
-	{"dax", "cicd-engineer", 0},
-	{"ada", "backend-architect", 0},
+// Fleet is the five personas of pkg/persona, in the fleet's order, with the
+// replicas the base manifests run (docs/ARCHITECTURE.md).
+var Fleet = fleet(persona.All)
+
+// advisors start at 0 replicas: they advise on demand.
+var advisors = map[string]bool{persona.NameDax: true, persona.NameAda: true}
+
+func fleet(all []persona.Info) []Agent {
+	out := make([]Agent, len(all))
+	for i, p := range all {
+		out[i] = Agent{Persona: p.Name, Slug: p.Slug, Replicas: 1}
+		if advisors[p.Name] {
+			out[i].Replicas = 0
+		}
+	}
+	return out
 }
 
 // ActorSlug is the only agent allowed a cluster write.
-const ActorSlug = "k8s-engineer"
+const ActorSlug = persona.SlugSol
 
 // Expectations are what a render must satisfy beyond the common rules.
 type Expectations struct {

@@ -228,8 +228,23 @@ func CheckDockerfile(root string) ([]string, map[string]bool, error) {
 		return nil, nil, err
 	}
 
-	// 1. COPY sources from the context exist and are in the context.
-	copied := map[string]bool{} // context paths copied (cleaned, no trailing /)
+	copied := checkCopySources(root, copies, ign, &p)
+	gw, err := os.ReadFile(filepath.Join(root, "go.work"))
+	if err != nil {
+		return nil, nil, err
+	}
+	checkGoWorkCopied(gw, copied, &p)
+	checkPersonaFilesShip(root, ign, &p)
+	checkGoVersion(ins, gw, &p)
+	checkBuilds(root, ins, &p)
+	bins := checkFinalStage(ins, copies, &p)
+	return p, bins, nil
+}
+
+// checkCopySources: COPY sources from the context exist and are in the
+// context. It returns the context paths copied (cleaned, no trailing /).
+func checkCopySources(root string, copies []Copy, ign *DockerIgnore, p *problems) map[string]bool {
+	copied := map[string]bool{}
 	for _, c := range copies {
 		if c.From != "" {
 			continue
@@ -257,13 +272,12 @@ func CheckDockerfile(root string) ([]string, map[string]bool, error) {
 			copied[clean] = true
 		}
 	}
+	return copied
+}
 
-	// 2. Every go.work module is copied: go.work itself, each go.mod, each
-	// directory.
-	gw, err := os.ReadFile(filepath.Join(root, "go.work"))
-	if err != nil {
-		return nil, nil, err
-	}
+// checkGoWorkCopied: every go.work module is copied: go.work itself, each
+// go.mod, each directory.
+func checkGoWorkCopied(gw []byte, copied map[string]bool, p *problems) {
 	if !copied["go.work"] {
 		p.addf("Dockerfile: go.work is not copied")
 	}
@@ -275,9 +289,11 @@ func CheckDockerfile(root string) ([]string, map[string]bool, error) {
 			p.addf("Dockerfile: the sources of module %s are not copied", m)
 		}
 	}
+}
 
-	// 3. No persona file is left out of the context (a skill that
-	// does not ship fails nothing, the agent just lacks it).
+// checkPersonaFilesShip: no persona file is left out of the context (a
+// skill that does not ship fails nothing, the agent just lacks it).
+func checkPersonaFilesShip(root string, ign *DockerIgnore, p *problems) {
 	_ = filepath.WalkDir(filepath.Join(root, "agents"), func(pth string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -288,27 +304,33 @@ func CheckDockerfile(root string) ([]string, map[string]bool, error) {
 		}
 		return nil
 	})
+}
 
-	// 4. The builder's Go version is go.work's.
-	if m := goWorkVersion.FindSubmatch(gw); m != nil {
-		want := string(m[1])
-		got := ""
-		for _, in := range ins {
-			if in.Cmd == "ARG" {
-				if a := argGoVersion.FindStringSubmatch(in.Args); a != nil {
-					got = a[1]
-				}
-			}
-			if in.Cmd == "FROM" && strings.HasPrefix(in.Args, "golang:") && !strings.Contains(in.Args, "${") {
-				got = strings.Fields(strings.TrimPrefix(in.Args, "golang:"))[0]
+// checkGoVersion: the builder's Go version is go.work's.
+func checkGoVersion(ins []Instruction, gw []byte, p *problems) {
+	m := goWorkVersion.FindSubmatch(gw)
+	if m == nil {
+		return
+	}
+	want := string(m[1])
+	got := ""
+	for _, in := range ins {
+		if in.Cmd == "ARG" {
+			if a := argGoVersion.FindStringSubmatch(in.Args); a != nil {
+				got = a[1]
 			}
 		}
-		if got != want && !strings.HasPrefix(got, want+".") && !strings.HasPrefix(got, want+"-") {
-			p.addf("Dockerfile: builder Go %q, go.work wants go %s", got, want)
+		if in.Cmd == "FROM" && strings.HasPrefix(in.Args, "golang:") && !strings.Contains(in.Args, "${") {
+			got = strings.Fields(strings.TrimPrefix(in.Args, "golang:"))[0]
 		}
 	}
+	if got != want && !strings.HasPrefix(got, want+".") && !strings.HasPrefix(got, want+"-") {
+		p.addf("Dockerfile: builder Go %q, go.work wants go %s", got, want)
+	}
+}
 
-	// 5. go build directories are main packages; -X variables exist.
+// checkBuilds: go build directories are main packages; -X variables exist.
+func checkBuilds(root string, ins []Instruction, p *problems) {
 	for _, in := range ins {
 		if in.Cmd != "RUN" || !strings.Contains(in.Args, "go build") {
 			continue
@@ -335,8 +357,11 @@ func CheckDockerfile(root string) ([]string, map[string]bool, error) {
 			}
 		}
 	}
+}
 
-	// 6. What the final stage ships, and that it runs as non-root.
+// checkFinalStage: what the final stage ships (returned, absolute paths),
+// that its ENTRYPOINT is one of those, and that it runs as non-root.
+func checkFinalStage(ins []Instruction, copies []Copy, p *problems) map[string]bool {
 	last := ins[len(ins)-1].Stage
 	bins := map[string]bool{}
 	user := ""
@@ -369,7 +394,7 @@ func CheckDockerfile(root string) ([]string, map[string]bool, error) {
 	if user == "" || strings.HasPrefix(user, "0") || strings.HasPrefix(user, "root") {
 		p.addf("Dockerfile: the final stage must set a non-root USER (the pods run runAsNonRoot)")
 	}
-	return p, bins, nil
+	return bins
 }
 
 func coveredByParent(copied map[string]bool, dir string) bool {
