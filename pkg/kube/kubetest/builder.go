@@ -331,11 +331,14 @@ func (b *builder) podOf(ns, name string, refs []metav1.OwnerReference, tmpl *cor
 	ip := fmt.Sprintf("10.244.%d.%d", b.ip/250, b.ip%250+2)
 	started := b.t(20 * time.Hour)
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, HostIP: "10.0.0.10", PodIP: ip, StartTime: &started, QOSClass: corev1.PodQOSBurstable}
-	if sc != Unschedulable {
-		p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
-	} else {
+	if sc == Unschedulable {
 		p.Status.PodIP, p.Status.HostIP = "", ""
+		b.unschedulable(p)
+		return false
 	}
+	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	cs, ready := b.containerStatus(p, sc, ip, i)
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
 	cond := func(t corev1.PodConditionType, ok bool, reason string) corev1.PodCondition {
 		s := corev1.ConditionTrue
 		if !ok {
@@ -343,7 +346,36 @@ func (b *builder) podOf(ns, name string, refs []metav1.OwnerReference, tmpl *cor
 		}
 		return corev1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: b.t(19 * time.Hour)}
 	}
-	c := spec.Containers[0]
+	notReadyReason := "ContainersNotReady"
+	p.Status.Conditions = []corev1.PodCondition{
+		cond(corev1.PodReadyToStartContainers, sc != ImagePull && sc != ConfigError && sc != StuckMount, ""),
+		cond(corev1.PodInitialized, true, ""),
+		cond(corev1.PodReady, ready, map[bool]string{false: notReadyReason}[ready]),
+		cond(corev1.ContainersReady, ready, map[bool]string{false: notReadyReason}[ready]),
+		cond(corev1.PodScheduled, true, ""),
+	}
+	b.o.Pods = append(b.o.Pods, p)
+	return ready
+}
+
+// unschedulable adds p as pending, not scheduled, with the scheduler's
+// events.
+func (b *builder) unschedulable(p *corev1.Pod) {
+	p.Status.Phase = corev1.PodPending
+	p.Status.StartTime = nil
+	msg := "0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: msg, LastTransitionTime: b.t(19 * time.Hour)}}
+	b.event(p, "Warning", "FailedScheduling", msg, 228, 19*time.Hour, 5*time.Minute, "default-scheduler")
+	b.o.Pods = append(b.o.Pods, p)
+}
+
+// containerStatus is the status of p's container in scenario sc, with the
+// kubelet's events about it (p's phase set where the scenario has one);
+// it reports whether the container is ready.
+func (b *builder) containerStatus(p *corev1.Pod, sc Scenario, ip string, i int) (corev1.ContainerStatus, bool) {
+	name, ns, started := p.Name, p.Namespace, *p.Status.StartTime
+	c := p.Spec.Containers[0]
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: "docker.io/library/" + c.Image + "@sha256:" + fmt.Sprintf("%064x", i+1),
 		ContainerID: "containerd://" + fmt.Sprintf("%064x", b.ip)}
 	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}
@@ -406,27 +438,8 @@ func (b *builder) podOf(ns, name string, refs []metav1.OwnerReference, tmpl *cor
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: p.Name[:len(p.Name)-17] + "-config"}}}})
 		b.event(p, "Warning", "FailedMount", fmt.Sprintf(`MountVolume.SetUp failed for volume "config" : configmap "%s-config" not found`, p.Name[:len(p.Name)-17]),
 			580, 19*time.Hour, 90*time.Second, "kubelet")
-	case Unschedulable:
-		p.Status.Phase = corev1.PodPending
-		p.Status.StartTime = nil
-		msg := "0/1 nodes are available: 1 Insufficient memory. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-			Message: msg, LastTransitionTime: b.t(19 * time.Hour)}}
-		b.event(p, "Warning", "FailedScheduling", msg, 228, 19*time.Hour, 5*time.Minute, "default-scheduler")
-		b.o.Pods = append(b.o.Pods, p)
-		return false
 	}
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
-	notReadyReason := "ContainersNotReady"
-	p.Status.Conditions = []corev1.PodCondition{
-		cond(corev1.PodReadyToStartContainers, sc != ImagePull && sc != ConfigError && sc != StuckMount, ""),
-		cond(corev1.PodInitialized, true, ""),
-		cond(corev1.PodReady, ready, map[bool]string{false: notReadyReason}[ready]),
-		cond(corev1.ContainersReady, ready, map[bool]string{false: notReadyReason}[ready]),
-		cond(corev1.PodScheduled, true, ""),
-	}
-	b.o.Pods = append(b.o.Pods, p)
-	return ready
+	return cs, ready
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -144,151 +144,181 @@ func Load(ctx context.Context, cs kubernetes.Interface, o *Objects, workers int)
 	if workers < 1 {
 		workers = 1
 	}
-	var mu sync.Mutex
-	uids := map[types.UID]types.UID{} // fixture UID -> server UID
-	setUID := func(from, to types.UID) {
-		mu.Lock()
-		uids[from] = to
-		mu.Unlock()
+	l := &loader{cs: cs, o: o, uids: map[types.UID]types.UID{}}
+	each := func(n int, f func(context.Context, int) error) func() error {
+		return func() error { return parallel(ctx, workers, n, f) }
 	}
-	mapRefs := func(refs []metav1.OwnerReference) []metav1.OwnerReference {
-		mu.Lock()
-		defer mu.Unlock()
-		out := append([]metav1.OwnerReference(nil), refs...)
-		for i := range out {
-			if u, ok := uids[out[i].UID]; ok {
-				out[i].UID = u
-			}
-		}
-		return out
-	}
-	clean := func(m *metav1.ObjectMeta) types.UID {
-		u := m.UID
-		m.UID, m.ResourceVersion = "", ""
-		return u
-	}
-	core, apps, batch := cs.CoreV1(), cs.AppsV1(), cs.BatchV1()
-
-	if err := parallel(ctx, workers, len(o.Namespaces), func(ctx context.Context, i int) error {
-		n := o.Namespaces[i].DeepCopy()
-		u := clean(&n.ObjectMeta)
-		got, err := core.Namespaces().Create(ctx, n, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("namespace %s: %w", n.Name, err)
-		}
-		setUID(u, got.UID)
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := parallel(ctx, workers, len(o.Nodes), func(ctx context.Context, i int) error {
-		n := o.Nodes[i].DeepCopy()
-		u := clean(&n.ObjectMeta)
-		got, err := core.Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			got, err = core.Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-			if err == nil {
-				setUID(u, got.UID)
-			}
+	for _, step := range []func() error{
+		each(len(o.Namespaces), l.namespace),
+		each(len(o.Nodes), l.node),
+		each(len(o.Deployments), l.deployment),
+		each(len(o.ReplicaSets), l.replicaSet),
+		// the other kinds, before the Jobs and pods they may own
+		func() error { return loadMore(ctx, cs, o, workers, l.setUID) },
+		each(len(o.Jobs), l.job),
+		each(len(o.Pods), l.pod),
+		each(len(o.Events), l.event),
+	} {
+		if err := step(); err != nil {
 			return err
 		}
-		if err != nil {
-			return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// loader creates the fixture objects one kind at a time, recording the
+// UID the server assigned to each so that later owner and event references
+// point at the real objects.
+type loader struct {
+	cs   kubernetes.Interface
+	o    *Objects
+	mu   sync.Mutex
+	uids map[types.UID]types.UID // fixture UID -> server UID
+}
+
+func (l *loader) setUID(from, to types.UID) {
+	l.mu.Lock()
+	l.uids[from] = to
+	l.mu.Unlock()
+}
+
+func (l *loader) serverUID(u types.UID) types.UID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if got, ok := l.uids[u]; ok {
+		return got
+	}
+	return u
+}
+
+func (l *loader) mapRefs(refs []metav1.OwnerReference) []metav1.OwnerReference {
+	out := append([]metav1.OwnerReference(nil), refs...)
+	for i := range out {
+		out[i].UID = l.serverUID(out[i].UID)
+	}
+	return out
+}
+
+// clean drops what the server assigns and returns the fixture's UID.
+func clean(m *metav1.ObjectMeta) types.UID {
+	u := m.UID
+	m.UID, m.ResourceVersion = "", ""
+	return u
+}
+
+func (l *loader) namespace(ctx context.Context, i int) error {
+	n := l.o.Namespaces[i].DeepCopy()
+	u := clean(&n.ObjectMeta)
+	got, err := l.cs.CoreV1().Namespaces().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("namespace %s: %w", n.Name, err)
+	}
+	l.setUID(u, got.UID)
+	return nil
+}
+
+// node keeps a node that exists already.
+func (l *loader) node(ctx context.Context, i int) error {
+	nodes := l.cs.CoreV1().Nodes()
+	n := l.o.Nodes[i].DeepCopy()
+	u := clean(&n.ObjectMeta)
+	got, err := nodes.Create(ctx, n, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, err = nodes.Get(ctx, n.Name, metav1.GetOptions{})
+		if err == nil {
+			l.setUID(u, got.UID)
 		}
-		setUID(u, got.UID)
-		got.Status = n.Status
-		_, err = core.Nodes().UpdateStatus(ctx, got, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
 		return err
 	}
-	if err := parallel(ctx, workers, len(o.Deployments), func(ctx context.Context, i int) error {
-		d := o.Deployments[i].DeepCopy()
-		u := clean(&d.ObjectMeta)
-		got, err := apps.Deployments(d.Namespace).Create(ctx, d, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("deployment %s/%s: %w", d.Namespace, d.Name, err)
-		}
-		setUID(u, got.UID)
-		got.Status = d.Status
-		got.Status.ObservedGeneration = got.Generation
-		if _, err := apps.Deployments(d.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("deployment %s/%s status: %w", d.Namespace, d.Name, err)
-		}
-		return nil
-	}); err != nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
-	if err := parallel(ctx, workers, len(o.ReplicaSets), func(ctx context.Context, i int) error {
-		r := o.ReplicaSets[i].DeepCopy()
-		u := clean(&r.ObjectMeta)
-		r.OwnerReferences = mapRefs(r.OwnerReferences)
-		got, err := apps.ReplicaSets(r.Namespace).Create(ctx, r, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("replicaset %s/%s: %w", r.Namespace, r.Name, err)
-		}
-		setUID(u, got.UID)
-		got.Status = r.Status
-		got.Status.ObservedGeneration = got.Generation
-		if _, err := apps.ReplicaSets(r.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("replicaset %s/%s status: %w", r.Namespace, r.Name, err)
-		}
-		return nil
-	}); err != nil {
-		return err
+	l.setUID(u, got.UID)
+	got.Status = n.Status
+	_, err = nodes.UpdateStatus(ctx, got, metav1.UpdateOptions{})
+	return err
+}
+
+func (l *loader) deployment(ctx context.Context, i int) error {
+	d := l.o.Deployments[i].DeepCopy()
+	api := l.cs.AppsV1().Deployments(d.Namespace)
+	u := clean(&d.ObjectMeta)
+	got, err := api.Create(ctx, d, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
-	if err := loadMore(ctx, cs, o, workers, setUID); err != nil {
-		return err
+	l.setUID(u, got.UID)
+	got.Status = d.Status
+	got.Status.ObservedGeneration = got.Generation
+	if _, err := api.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("deployment %s/%s status: %w", d.Namespace, d.Name, err)
 	}
-	if err := parallel(ctx, workers, len(o.Jobs), func(ctx context.Context, i int) error {
-		j := o.Jobs[i].DeepCopy()
-		u := clean(&j.ObjectMeta)
-		j.OwnerReferences = mapRefs(j.OwnerReferences)
-		got, err := batch.Jobs(j.Namespace).Create(ctx, j, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("job %s/%s: %w", j.Namespace, j.Name, err)
-		}
-		setUID(u, got.UID)
-		got.Status = j.Status
-		if _, err := batch.Jobs(j.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("job %s/%s status: %w", j.Namespace, j.Name, err)
-		}
-		return nil
-	}); err != nil {
-		return err
+	return nil
+}
+
+func (l *loader) replicaSet(ctx context.Context, i int) error {
+	r := l.o.ReplicaSets[i].DeepCopy()
+	api := l.cs.AppsV1().ReplicaSets(r.Namespace)
+	u := clean(&r.ObjectMeta)
+	r.OwnerReferences = l.mapRefs(r.OwnerReferences)
+	got, err := api.Create(ctx, r, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("replicaset %s/%s: %w", r.Namespace, r.Name, err)
 	}
-	if err := parallel(ctx, workers, len(o.Pods), func(ctx context.Context, i int) error {
-		p := o.Pods[i].DeepCopy()
-		u := clean(&p.ObjectMeta)
-		p.OwnerReferences = mapRefs(p.OwnerReferences)
-		status := p.Status
-		p.Status = corev1.PodStatus{}
-		got, err := core.Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		setUID(u, got.UID)
-		got.Status = status
-		if _, err := core.Pods(p.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("pod %s/%s status: %w", p.Namespace, p.Name, err)
-		}
-		return nil
-	}); err != nil {
-		return err
+	l.setUID(u, got.UID)
+	got.Status = r.Status
+	got.Status.ObservedGeneration = got.Generation
+	if _, err := api.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("replicaset %s/%s status: %w", r.Namespace, r.Name, err)
 	}
-	return parallel(ctx, workers, len(o.Events), func(ctx context.Context, i int) error {
-		e := o.Events[i].DeepCopy()
-		clean(&e.ObjectMeta)
-		mu.Lock()
-		if u, ok := uids[e.InvolvedObject.UID]; ok {
-			e.InvolvedObject.UID = u
-		}
-		mu.Unlock()
-		if _, err := core.Events(e.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("event %s/%s: %w", e.Namespace, e.Name, err)
-		}
-		return nil
-	})
+	return nil
+}
+
+func (l *loader) job(ctx context.Context, i int) error {
+	j := l.o.Jobs[i].DeepCopy()
+	api := l.cs.BatchV1().Jobs(j.Namespace)
+	u := clean(&j.ObjectMeta)
+	j.OwnerReferences = l.mapRefs(j.OwnerReferences)
+	got, err := api.Create(ctx, j, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("job %s/%s: %w", j.Namespace, j.Name, err)
+	}
+	l.setUID(u, got.UID)
+	got.Status = j.Status
+	if _, err := api.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("job %s/%s status: %w", j.Namespace, j.Name, err)
+	}
+	return nil
+}
+
+// pod is created without its status, which goes through the subresource.
+func (l *loader) pod(ctx context.Context, i int) error {
+	p := l.o.Pods[i].DeepCopy()
+	api := l.cs.CoreV1().Pods(p.Namespace)
+	u := clean(&p.ObjectMeta)
+	p.OwnerReferences = l.mapRefs(p.OwnerReferences)
+	status := p.Status
+	p.Status = corev1.PodStatus{}
+	got, err := api.Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	l.setUID(u, got.UID)
+	got.Status = status
+	if _, err := api.UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("pod %s/%s status: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+func (l *loader) event(ctx context.Context, i int) error {
+	e := l.o.Events[i].DeepCopy()
+	clean(&e.ObjectMeta)
+	e.InvolvedObject.UID = l.serverUID(e.InvolvedObject.UID)
+	if _, err := l.cs.CoreV1().Events(e.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("event %s/%s: %w", e.Namespace, e.Name, err)
+	}
+	return nil
 }
 
 // parallel runs f(0..n-1) on at most workers goroutines; the first error

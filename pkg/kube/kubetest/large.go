@@ -64,38 +64,11 @@ func LargeObjectsScaled(prefix string, now time.Time, scale int) (*Objects, []Pl
 	}
 	nsCount, depCount := LargeNamespaces*scale, LargeDeployments*scale
 	nsName := func(i int) string { return fmt.Sprintf("%s-%04d", prefix, i%nsCount) }
-	nodes := make([]string, largeNodes)
-	for i := range nodes {
-		nodes[i] = fmt.Sprintf("%s-node-%02d", prefix, i)
-		if i == 4 {
-			b.node(nodes[i], true, corev1.NodeMemoryPressure)
-			plant("", "Node", nodes[i], string(corev1.NodeMemoryPressure))
-		} else {
-			b.node(nodes[i], true, "")
-		}
-	}
+	nodes := b.largeNodes(prefix, plant)
 	for i := 0; i < nsCount; i++ {
 		b.namespace(nsName(i))
 	}
-	type plan struct {
-		sc       Scenario
-		affected int
-		reason   string
-	}
-	plans := map[int]plan{}
-	put := func(sc Scenario, reason string, idx ...int) {
-		for _, i := range idx {
-			plans[i] = plan{sc, -1, reason}
-		}
-	}
-	put(OOMKill, "OOMKilled", 7, 101, 202, 303)
-	put(CrashLoop, "CrashLoopBackOff", 13, 113, 213, 413)
-	plans[413] = plan{CrashLoop, 1, "CrashLoopBackOff"} // one of its two pods
-	put(ImagePull, "ImagePullBackOff", 21, 121, 321)
-	put(ConfigError, "CreateContainerConfigError", 34, 234)
-	put(Unschedulable, "Unschedulable", 45, 345)
-	put(NotReady, "ProbeFailure", 56, 456)
-	put(StuckMount, "ContainerCreating", 78)
+	plans := largePlans()
 	quota := map[int]bool{67: true, 167: true} // 0/3: the quota blocks every pod
 	const (
 		scaledToZero = 590 // behind a Service, on purpose
@@ -134,24 +107,10 @@ func LargeObjectsScaled(prefix string, now time.Time, scale int) (*Objects, []Pl
 			b.workload(d, p.sc, wopts{affected: p.affected, node: node})
 			plant(ns, "Deployment", name, p.reason)
 		case quota[i]:
-			b.workload(d, Healthy, wopts{missing: 3, node: node})
-			rs := b.o.ReplicaSets[len(b.o.ReplicaSets)-1]
-			dep := b.o.Deployments[len(b.o.Deployments)-1]
-			msg := fmt.Sprintf(`pods "%s-x7k2p" is forbidden: exceeded quota: compute-quota, requested: limits.memory=256Mi, used: limits.memory=512Mi, limited: limits.memory=512Mi`, rs.Name)
-			dep.Status.Conditions = append(dep.Status.Conditions, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure,
-				Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: msg, LastUpdateTime: b.t(3 * time.Hour), LastTransitionTime: b.t(3 * time.Hour)})
-			b.eventFor(corev1.ObjectReference{Kind: "ReplicaSet", Namespace: ns, Name: rs.Name, UID: rs.UID, APIVersion: "apps/v1"}, "",
-				corev1.EventTypeWarning, "FailedCreate", "Error creating: "+msg, 41, 3*time.Hour, 3*time.Minute, "replicaset-controller")
+			b.quotaBlocked(d, node)
 			plant(ns, "Deployment", name, "ReplicasUnavailable")
 		case i == rolling:
-			b.workload(d, Healthy, wopts{missing: 1, node: node})
-			dep := b.o.Deployments[len(b.o.Deployments)-1]
-			for k := range dep.Status.Conditions {
-				if dep.Status.Conditions[k].Type == appsv1.DeploymentProgressing {
-					dep.Status.Conditions[k].Reason = "ReplicaSetUpdated"
-					dep.Status.Conditions[k].Message = fmt.Sprintf("ReplicaSet %q is progressing.", b.o.ReplicaSets[len(b.o.ReplicaSets)-1].Name)
-				}
-			}
+			b.rollingOut(d, node)
 		case i == recovered:
 			b.workload(d, Recovered, wopts{affected: 1, node: node})
 		default:
@@ -169,6 +128,75 @@ func LargeObjectsScaled(prefix string, now time.Time, scale int) (*Objects, []Pl
 	b.largeExtras(prefix, nsName, depName, nodes, plant)
 	b.churn(prefix, healthyPods, nodes, scale)
 	return b.o, planted
+}
+
+// largeNodes adds the nodes, all Ready, one of them under memory pressure.
+func (b *builder) largeNodes(prefix string, plant func(ns, kind, name string, reasons ...string)) []string {
+	nodes := make([]string, largeNodes)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("%s-node-%02d", prefix, i)
+		if i == 4 {
+			b.node(nodes[i], true, corev1.NodeMemoryPressure)
+			plant("", "Node", nodes[i], string(corev1.NodeMemoryPressure))
+		} else {
+			b.node(nodes[i], true, "")
+		}
+	}
+	return nodes
+}
+
+// largePlan is how one Deployment of the large fixture is broken: its
+// scenario, how many of its pods (-1: all) and the reason a sweep reports.
+type largePlan struct {
+	sc       Scenario
+	affected int
+	reason   string
+}
+
+// largePlans are the broken Deployments of the large fixture, by index.
+func largePlans() map[int]largePlan {
+	plans := map[int]largePlan{}
+	put := func(sc Scenario, reason string, idx ...int) {
+		for _, i := range idx {
+			plans[i] = largePlan{sc, -1, reason}
+		}
+	}
+	put(OOMKill, "OOMKilled", 7, 101, 202, 303)
+	put(CrashLoop, "CrashLoopBackOff", 13, 113, 213, 413)
+	plans[413] = largePlan{CrashLoop, 1, "CrashLoopBackOff"} // one of its two pods
+	put(ImagePull, "ImagePullBackOff", 21, 121, 321)
+	put(ConfigError, "CreateContainerConfigError", 34, 234)
+	put(Unschedulable, "Unschedulable", 45, 345)
+	put(NotReady, "ProbeFailure", 56, 456)
+	put(StuckMount, "ContainerCreating", 78)
+	return plans
+}
+
+// quotaBlocked adds d with none of its three pods: a ResourceQuota refuses
+// them, which its ReplicaFailure condition and the ReplicaSet's events say.
+func (b *builder) quotaBlocked(d *appsv1.Deployment, node string) {
+	b.workload(d, Healthy, wopts{missing: 3, node: node})
+	rs := b.o.ReplicaSets[len(b.o.ReplicaSets)-1]
+	dep := b.o.Deployments[len(b.o.Deployments)-1]
+	msg := fmt.Sprintf(`pods "%s-x7k2p" is forbidden: exceeded quota: compute-quota, requested: limits.memory=256Mi, used: limits.memory=512Mi, limited: limits.memory=512Mi`, rs.Name)
+	dep.Status.Conditions = append(dep.Status.Conditions, appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure,
+		Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: msg, LastUpdateTime: b.t(3 * time.Hour), LastTransitionTime: b.t(3 * time.Hour)})
+	b.eventFor(corev1.ObjectReference{Kind: "ReplicaSet", Namespace: d.Namespace, Name: rs.Name, UID: rs.UID, APIVersion: "apps/v1"}, "",
+		corev1.EventTypeWarning, "FailedCreate", "Error creating: "+msg, 41, 3*time.Hour, 3*time.Minute, "replicaset-controller")
+}
+
+// rollingOut adds d mid-rollout: one pod short, its Progressing condition
+// saying the new ReplicaSet is progressing (healthy by Kubernetes
+// semantics).
+func (b *builder) rollingOut(d *appsv1.Deployment, node string) {
+	b.workload(d, Healthy, wopts{missing: 1, node: node})
+	dep := b.o.Deployments[len(b.o.Deployments)-1]
+	for k := range dep.Status.Conditions {
+		if dep.Status.Conditions[k].Type == appsv1.DeploymentProgressing {
+			dep.Status.Conditions[k].Reason = "ReplicaSetUpdated"
+			dep.Status.Conditions[k].Message = fmt.Sprintf("ReplicaSet %q is progressing.", b.o.ReplicaSets[len(b.o.ReplicaSets)-1].Name)
+		}
+	}
 }
 
 // largeExtras plants the problems and look-alikes beyond Deployments.
