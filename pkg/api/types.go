@@ -166,18 +166,21 @@ type Tokens struct {
 
 // RunResult is the answer of POST /run and the body of GET /runs/{id}.
 type RunResult struct {
-	RunID        string     `json:"run_id"`
-	Agent        string     `json:"agent"`
-	WorkflowType string     `json:"workflow_type"`
-	Status       string     `json:"status"`
-	Answer       string     `json:"answer"`
-	Verdict      string     `json:"verdict"`
-	Findings     []Finding  `json:"findings"`
-	Iterations   int        `json:"iterations"`
-	Tokens       Tokens     `json:"tokens"`
-	StartedAt    time.Time  `json:"started_at"`
-	FinishedAt   *time.Time `json:"finished_at,omitempty"`
-	Error        string     `json:"error,omitempty"`
+	RunID        string    `json:"run_id"`
+	Agent        string    `json:"agent"`
+	WorkflowType string    `json:"workflow_type"`
+	Status       string    `json:"status"`
+	Answer       string    `json:"answer"`
+	Verdict      string    `json:"verdict"`
+	Findings     []Finding `json:"findings"`
+	Iterations   int       `json:"iterations"`
+	Tokens       Tokens    `json:"tokens"`
+	// ModelCalls counts the model calls that answered, loop and synthesis
+	// (what Tokens was spent on).
+	ModelCalls int        `json:"model_calls"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Error      string     `json:"error,omitempty"`
 	// Delegation records a hand-off decided by the run (Noor's chosen
 	// finding), whether or not it could be sent.
 	Delegation *Delegation `json:"delegation,omitempty"`

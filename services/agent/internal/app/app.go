@@ -23,7 +23,6 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/kube"
-	"github.com/kubecrew/kubecrew/pkg/llm"
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/report"
 	"github.com/kubecrew/kubecrew/pkg/settings"
@@ -171,36 +170,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 
 	metrics := engine.NewMetrics(a.metricsReg)
-	var model engine.Model
-	var llmClient *llm.Client
-	modelName := "none"
-	if !cfg.Deterministic() {
-		eps := []llm.Endpoint{{Name: "primary", BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.Model}}
-		if fb := cfg.LLMFallbackBaseURL; fb != "" {
-			fm := cfg.LLMFallbackModel
-			if fm == "" {
-				fm = cfg.Model
-			}
-			eps = append(eps, llm.Endpoint{Name: "fallback", BaseURL: fb, APIKey: cfg.LLMFallbackAPIKey, Model: fm})
-		}
-		c, err := llm.New(llm.Config{
-			Endpoints: eps, Timeout: cfg.LLMTimeout, Temperature: float32(cfg.Temperature),
-			Logger: log.Named("llm"),
-			Observe: func(endpoint, outcome string, _ time.Duration) {
-				metrics.ObserveModel(endpoint, outcome)
-			},
-		})
-		if err != nil {
-			return nil, fmt.Errorf("model client: %w", err)
-		}
-		model = llmModel{c}
-		llmClient = c
-		var names []string
-		for _, e := range c.Endpoints() {
-			names = append(names, e.Name)
-		}
-		metrics.InitModel(names, []string{llm.OutcomeOK, llm.KindTimeout, llm.KindConnection, llm.KindHTTP5xx, llm.KindRateLimited})
-		modelName = cfg.Model
+	model, llmClient, modelName, err := a.modelClient(metrics, log)
+	if err != nil {
+		return nil, err
 	}
 
 	personaDir := cfg.PersonaDir
@@ -218,12 +190,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		Temperature: float32(cfg.Temperature), ToolOutputMax: cfg.ToolOutputMaxChars,
 		MemoryMax: cfg.MemoryMaxChars, SynthesisTimeout: cfg.SynthesisTimeout,
 		RunTimeout: cfg.RunTimeout, Metrics: metrics, Log: log.Named("engine"),
-		Paused: a.Envelope.Paused,
+		Paused:      a.Envelope.Paused,
+		TokenBudget: engine.TokenBudget{Daily: cfg.TokenBudget, PerRun: cfg.RunTokenBudget},
 	})
 	if err != nil {
 		return nil, err
 	}
 	a.Engine = eng
+	registerBudgetMetrics(a.metricsReg, eng)
 
 	checks, err := a.readyChecks(set, llmClient)
 	if err != nil {
@@ -242,17 +216,6 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	return a, nil
 }
 
-// llmModel adapts the llm client to the engine's Model.
-type llmModel struct{ c *llm.Client }
-
-func (m llmModel) Chat(ctx context.Context, req openaiRequest) (openaiResponse, string, error) {
-	resp, err := m.c.Chat(ctx, req)
-	if err != nil {
-		return openaiResponse{}, "", err
-	}
-	return resp.ChatCompletionResponse, resp.Endpoint, nil
-}
-
 // Info is GET /info.
 type Info struct {
 	Agent      InfoAgent                 `json:"agent"`
@@ -265,6 +228,8 @@ type Info struct {
 	StoreState string                    `json:"store_state"`
 	Model      string                    `json:"model"`
 	Mode       string                    `json:"mode"`
+	// TokenBudget is the model token ceiling and what is left of today's.
+	TokenBudget engine.BudgetStatus `json:"token_budget"`
 	// UnknownSettings are environment variables with the agent's prefixes
 	// that are not settings, each with a "did you mean".
 	UnknownSettings []settings.Unknown `json:"unknown_settings"`
@@ -301,6 +266,8 @@ func (a *App) info(set tools.Set, model string) Info {
 		StoreState: a.Store.Kind(),
 		Model:      model,
 		Mode:       "deterministic",
+
+		TokenBudget: a.Engine.TokenBudget(),
 
 		UnknownSettings: append([]settings.Unknown{}, a.Config.Unknown...),
 		Warnings:        a.warnings(),

@@ -93,6 +93,8 @@ type Values struct {
 	PersonaDir         string        // PERSONA_DIR
 	ToolOutputMaxChars int           // TOOL_OUTPUT_MAX_CHARS
 	MemoryMaxChars     int           // MEMORY_MAX_CHARS
+	TokenBudget        int           // AGENT_TOKEN_BUDGET
+	RunTokenBudget     int           // AGENT_RUN_TOKEN_BUDGET
 	LogLevel           string        // LOG_LEVEL
 	ReadyRequire       []string      // READY_REQUIRE
 	GitOpsForge        string        // GITOPS_FORGE
@@ -158,6 +160,8 @@ var specs = []spec{
 	{"PERSONA_DIR", "", kString, "directory overriding the embedded persona files (re-read each run)", func(v *Values) any { return &v.PersonaDir }},
 	{"TOOL_OUTPUT_MAX_CHARS", "8000", kInt, "tool output budget (head 2/3, tail 1/3)", func(v *Values) any { return &v.ToolOutputMaxChars }},
 	{"MEMORY_MAX_CHARS", "4000", kInt, "MEMORY budget in the prompt", func(v *Values) any { return &v.MemoryMaxChars }},
+	{"AGENT_TOKEN_BUDGET", "2000000", kInt, "model tokens (prompt + completion) the agent may spend per UTC day; then runs use the playbook and say so (0: no ceiling)", func(v *Values) any { return &v.TokenBudget }},
+	{"AGENT_RUN_TOKEN_BUDGET", "200000", kInt, "model tokens one run may spend; then it ends with the playbook (0: no ceiling)", func(v *Values) any { return &v.RunTokenBudget }},
 	{"LOG_LEVEL", "info", kString, "debug|info|warn|error", func(v *Values) any { return &v.LogLevel }},
 	{"READY_REQUIRE", "cluster,store,model", kList, "dependencies that must be usable for GET /ready to answer 200: cluster, store, model, gitops, or none", func(v *Values) any { return &v.ReadyRequire }},
 	{"GITOPS_FORGE", "", kString, "github|local", func(v *Values) any { return &v.GitOpsForge }},
@@ -306,6 +310,9 @@ func (c *Config) parse() error {
 	}
 	if c.MaxIterations < 1 {
 		return c.fail("AGENT_MAX_ITERATIONS", "must be at least 1")
+	}
+	if d, r := c.TokenBudget, c.RunTokenBudget; d > 0 && r > d {
+		return c.fail("AGENT_RUN_TOKEN_BUDGET", fmt.Sprintf("%d is more than AGENT_TOKEN_BUDGET (%d), the whole day's: lower one or raise the other", r, d))
 	}
 	peers, err := c.parsePeers()
 	if err != nil {

@@ -105,3 +105,34 @@ func TestValuesAreTypedAndMalformedOnesRefused(t *testing.T) {
 		}
 	}
 }
+
+// The token budget: defaults, malformed values refused, and a run ceiling
+// above the day's refused naming both.
+func TestTokenBudgetSettings(t *testing.T) {
+	env := map[string]string{"AGENT_PERSONA": "sol"}
+	c, err := config.Load(func(k string) string { return env[k] }, loader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TokenBudget != 2000000 || c.RunTokenBudget != 200000 {
+		t.Errorf("defaults: day %d run %d", c.TokenBudget, c.RunTokenBudget)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"AGENT_TOKEN_BUDGET": "-5"}, "AGENT_TOKEN_BUDGET (environment)"},
+		{map[string]string{"AGENT_RUN_TOKEN_BUDGET": "lots"}, "AGENT_RUN_TOKEN_BUDGET (environment)"},
+		{map[string]string{"AGENT_TOKEN_BUDGET": "50000", "AGENT_RUN_TOKEN_BUDGET": "60000"}, "AGENT_RUN_TOKEN_BUDGET (environment): 60000 is more than AGENT_TOKEN_BUDGET (50000)"},
+		{map[string]string{"AGENT_TOKEN_BUDGET": "0", "AGENT_RUN_TOKEN_BUDGET": "60000"}, ""},
+	} {
+		tc.env["AGENT_PERSONA"] = "sol"
+		_, err := config.Load(func(k string) string { return tc.env[k] }, loader(""))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.env, err)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+			t.Errorf("%v: err = %v, want %q", tc.env, err, tc.want)
+		}
+	}
+}

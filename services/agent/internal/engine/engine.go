@@ -73,6 +73,8 @@ type Options struct {
 	MemoryMax        int
 	SynthesisTimeout time.Duration
 	RunTimeout       time.Duration
+	// TokenBudget bounds the model tokens a day and a run may spend.
+	TokenBudget TokenBudget
 
 	// Paused reports the action envelope's kill switch (README.md, "The
 	// action envelope"); nil: never. A run that starts or ends paused says
@@ -88,6 +90,7 @@ type Engine struct {
 	opts    Options
 	metrics *Metrics
 	log     *zap.Logger
+	ledger  *ledger
 
 	base       context.Context // parent of every run; cancelled on forced shutdown
 	cancelBase context.CancelCauseFunc
@@ -141,8 +144,14 @@ func New(o Options) (*Engine, error) {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
+	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	l, err := newLedger(lctx, o.TokenBudget, o.Store, o.Agent.Slug, o.Now)
+	lcancel()
+	if err != nil {
+		o.Log.Warn("today's token use not read from the store: the daily budget counts from now", zap.Error(err))
+	}
 	base, cancel := context.WithCancelCause(context.Background())
-	return &Engine{opts: o, metrics: o.Metrics, log: o.Log, base: base, cancelBase: cancel, running: map[string]*Run{}}, nil
+	return &Engine{opts: o, metrics: o.Metrics, log: o.Log, ledger: l, base: base, cancelBase: cancel, running: map[string]*Run{}}, nil
 }
 
 func (e *Engine) now() time.Time { return e.opts.Now() }
@@ -336,6 +345,8 @@ type outcome struct {
 	verdict    string
 	synthesis  *DiagnosticReport
 	iterations int
+	calls      int    // model calls, loop and synthesis
+	note       string // opens the answer: why the model was not (fully) used
 	tokens     api.Tokens
 	err        error
 }
@@ -364,6 +375,9 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	if answer == "" {
 		answer = o.answer
 	}
+	if o.note != "" {
+		answer = o.note + "\n\n" + answer
+	}
 	if verdict == "" {
 		verdict = o.verdict
 	}
@@ -379,7 +393,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	// "Redaction").
 	answer, findings = redactResult(answer, findings, e.metrics)
 	if verdict == "" {
-		verdict = deriveVerdict(o, findings)
+		verdict = deriveVerdict(o, findings, delegation)
 	}
 	// "delegated" only when the delegate acted, whoever (a model) said so.
 	if delegation != nil && verdict == api.VerdictDelegated {
@@ -389,7 +403,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	res := api.RunResult{
 		RunID: r.ID, Agent: e.opts.Agent.Slug, WorkflowType: r.Req.WorkflowType, Status: o.status,
 		Answer: cleanAnswer(answer), Verdict: verdict, Findings: findings, Iterations: o.iterations,
-		Tokens: o.tokens, StartedAt: r.Started, FinishedAt: &finished, Delegation: delegation,
+		Tokens: o.tokens, ModelCalls: o.calls, StartedAt: r.Started, FinishedAt: &finished, Delegation: delegation,
 	}
 	if res.Findings == nil {
 		res.Findings = []api.Finding{}
@@ -411,12 +425,15 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	}
 	r.Event(bg, "run_finish", map[string]any{"status": res.Status, "verdict": res.Verdict,
 		"findings": len(res.Findings), "findings_source": source, "iterations": res.Iterations,
-		"tokens": res.Tokens, "error": res.Error, "duration_ms": finished.Sub(r.Started).Milliseconds()})
+		"tokens": res.Tokens, "model_calls": res.ModelCalls, "error": res.Error, "duration_ms": finished.Sub(r.Started).Milliseconds()})
 	if err := e.opts.Store.UpdateRun(bg, rec); err != nil {
 		r.log.Warn("run record not updated", zap.Error(err))
 	}
 	e.metrics.runs.WithLabelValues(r.Req.WorkflowType, res.Status).Inc()
 	e.metrics.runDuration.WithLabelValues(r.Req.WorkflowType).Observe(finished.Sub(r.Started).Seconds())
+	if o.calls > 0 {
+		e.metrics.runTokens.WithLabelValues(r.Req.WorkflowType).Observe(float64(o.tokens.Prompt + o.tokens.Completion))
+	}
 	fields := []zap.Field{zap.String("status", res.Status), zap.String("verdict", res.Verdict),
 		zap.Int("findings", len(res.Findings)), zap.Int("iterations", res.Iterations), zap.Duration("duration", finished.Sub(r.Started))}
 	if o.err != nil {
@@ -448,11 +465,14 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	close(r.done)
 }
 
-func deriveVerdict(o outcome, fs []api.Finding) string {
+func deriveVerdict(o outcome, fs []api.Finding, d *api.Delegation) string {
 	if o.synthesis != nil && o.synthesis.Verdict != "" {
 		return o.synthesis.Verdict
 	}
 	switch {
+	case d != nil:
+		// no pass stated a verdict: the hand-off's outcome is the run's
+		return d.Outcome()
 	case o.status == api.StatusFailed:
 		return "error"
 	case len(fs) == 0:

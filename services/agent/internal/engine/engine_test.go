@@ -50,6 +50,10 @@ type rigOpts struct {
 	noModel    bool
 	personaArg string
 	log        *zap.Logger
+	metrics    *engine.Metrics
+	budget     engine.TokenBudget
+	now        func() time.Time
+	store      *store.Memory
 }
 
 // echo is a read-only tool: it returns its argument.
@@ -106,7 +110,10 @@ func newRig(t *testing.T, o rigOpts, script ...llmtest.Reply) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.NewMemory(nil)
+	st := o.store
+	if st == nil {
+		st = store.NewMemory(nil)
+	}
 	var m engine.Model = model{c}
 	if o.noModel {
 		m = nil
@@ -119,6 +126,7 @@ func newRig(t *testing.T, o rigOpts, script ...llmtest.Reply) *rig {
 		Agent: p.Info, Persona: func() (*persona.Persona, error) { return p, nil }, Tools: set,
 		Model: m, ModelName: "test-model", Playbook: o.playbook, Backstop: o.backstop, Store: st,
 		MaxIterations: maxIter, SynthesisTimeout: 2 * time.Second, RunTimeout: 30 * time.Second, Log: o.log,
+		Metrics: o.metrics, TokenBudget: o.budget, Now: o.now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +304,9 @@ func TestDeliveryPrecedence(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, rigOpts{}, tc.script...)
-			res := r.run(t, api.RunRequest{Task: "check"})
+			// an alert needs its structured report: a manual question
+			// answered without tools skips the pass (cost_test.go)
+			res := r.run(t, api.RunRequest{Task: "check", WorkflowType: api.WorkflowAlert})
 			if res.Status != api.StatusCompleted {
 				t.Fatalf("status %s: %s", res.Status, res.Error)
 			}

@@ -67,7 +67,11 @@ func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
 			break
 		}
 	}
-	o.synthesis = e.synthesize(ctx, r, &o, msgs)
+	if why := e.skipSynthesis(r, &o, msgs); why != "" {
+		r.Event(ctx, "synthesis_skipped", map[string]any{"reason": why})
+	} else {
+		o.synthesis = e.synthesize(ctx, r, &o, msgs)
+	}
 	if e.opts.Backstop != nil && ctx.Err() == nil {
 		if err := e.opts.Backstop(ctx, r); err != nil {
 			r.log.Warn("backstop failed", zap.Error(err))
@@ -88,6 +92,10 @@ func (e *Engine) modelFailed(ctx context.Context, r *Run, o outcome, msgs []open
 		return o
 	}
 	o.err = fmt.Errorf("model unavailable: %w", err)
+	if errors.Is(err, ErrTokenBudget) {
+		o.err = fmt.Errorf("model not called: %w", err)
+		o.note = budgetNote(r, e.opts.Playbook != nil)
+	}
 	if e.opts.Playbook == nil {
 		o.status = api.StatusFailed
 		if hasWork(msgs) {
@@ -107,6 +115,9 @@ func (e *Engine) modelFailed(ctx context.Context, r *Run, o outcome, msgs []open
 
 func (e *Engine) chat(ctx context.Context, r *Run, o *outcome, msgs []openai.ChatCompletionMessage, defs []openai.Tool) (openai.ChatCompletionMessage, error) {
 	req := openai.ChatCompletionRequest{Messages: msgs, Tools: defs, Temperature: e.opts.Temperature}
+	if err := e.affordable(ctx, r, o, req); err != nil {
+		return openai.ChatCompletionMessage{}, err
+	}
 	o.iterations++
 	r.Event(ctx, "llm_request", map[string]any{"iteration": o.iterations, "messages": len(msgs), "tools": len(defs)})
 	start := e.now()
@@ -116,10 +127,7 @@ func (e *Engine) chat(ctx context.Context, r *Run, o *outcome, msgs []openai.Cha
 			"duration_ms": e.now().Sub(start).Milliseconds()})
 		return openai.ChatCompletionMessage{}, err
 	}
-	o.tokens.Prompt += resp.Usage.PromptTokens
-	o.tokens.Completion += resp.Usage.CompletionTokens
-	e.metrics.tokens.WithLabelValues("prompt").Add(float64(resp.Usage.PromptTokens))
-	e.metrics.tokens.WithLabelValues("completion").Add(float64(resp.Usage.CompletionTokens))
+	e.account(r, o, passLoop, resp.Usage)
 	if len(resp.Choices) == 0 {
 		err := errors.New("the model answered with no choices")
 		r.Event(ctx, "llm_response", map[string]any{"iteration": o.iterations, "error": err.Error(), "endpoint": endpoint})

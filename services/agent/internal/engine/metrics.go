@@ -16,10 +16,14 @@ type Metrics struct {
 	runDuration   *prometheus.HistogramVec
 	modelRequests *prometheus.CounterVec
 	tokens        *prometheus.CounterVec
-	toolCalls     *prometheus.CounterVec
-	guardDenials  *prometheus.CounterVec
-	inFlight      prometheus.Gauge
-	redactions    *prometheus.CounterVec
+	modelCalls    *prometheus.CounterVec
+	runTokens     *prometheus.HistogramVec
+	// budgetRefusals counts model calls the token budget refused.
+	budgetRefusals *prometheus.CounterVec
+	toolCalls      *prometheus.CounterVec
+	guardDenials   *prometheus.CounterVec
+	inFlight       prometheus.Gauge
+	redactions     *prometheus.CounterVec
 }
 
 // NewMetrics registers the engine's metrics with reg (nil: not registered).
@@ -38,6 +42,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecrew_agent_model_tokens_total", Help: "Model tokens by kind (prompt|completion).",
 		}, []string{"kind"}),
+		modelCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecrew_agent_model_calls_total", Help: "Model calls that answered, by workflow type and pass (loop|synthesis).",
+		}, []string{"workflow_type", "pass"}),
+		runTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "kubecrew_agent_run_tokens", Help: "Model tokens (prompt + completion) of one run that called the model.",
+			Buckets: prometheus.ExponentialBuckets(1000, 2, 10),
+		}, []string{"workflow_type"}),
+		budgetRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecrew_agent_token_budget_refusals_total", Help: "Model calls not made because the token budget would be crossed, by scope (day|run).",
+		}, []string{"scope"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecrew_agent_tool_calls_total", Help: "Tool calls by tool and outcome.",
 		}, []string{"tool", "outcome"}),
@@ -52,7 +66,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.runDuration, m.modelRequests, m.tokens, m.toolCalls, m.guardDenials, m.inFlight, m.redactions)
+		reg.MustRegister(m.runs, m.runDuration, m.modelRequests, m.tokens, m.modelCalls, m.runTokens, m.budgetRefusals, m.toolCalls, m.guardDenials, m.inFlight, m.redactions)
 	}
 	// Every known series exists from the start at 0: a rate over a series
 	// that appears with its first event misses that event.
@@ -60,9 +74,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		for _, s := range []string{api.StatusCompleted, api.StatusPartial, api.StatusFailed} {
 			m.runs.WithLabelValues(w, s)
 		}
+		for _, p := range []string{passLoop, passSynthesis} {
+			m.modelCalls.WithLabelValues(w, p)
+		}
 	}
 	for _, k := range []string{"prompt", "completion"} {
 		m.tokens.WithLabelValues(k)
+	}
+	for _, sc := range []string{"day", "run"} {
+		m.budgetRefusals.WithLabelValues(sc)
 	}
 	for _, g := range []string{"name", "execution"} {
 		m.guardDenials.WithLabelValues(g)

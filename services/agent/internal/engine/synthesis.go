@@ -62,8 +62,7 @@ func (e *Engine) synthesize(ctx context.Context, r *Run, o *outcome, msgs []open
 		resp, endpoint, err := e.opts.Model.Chat(actx, req)
 		cancel()
 		if err == nil {
-			o.tokens.Prompt += resp.Usage.PromptTokens
-			o.tokens.Completion += resp.Usage.CompletionTokens
+			e.account(r, o, passSynthesis, resp.Usage)
 		}
 		var rep *DiagnosticReport
 		if err == nil {
