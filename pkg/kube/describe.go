@@ -97,56 +97,10 @@ func (c *Client) Describe(ctx context.Context, a DescribeArgs) (string, error) {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		describePod(d, o)
-	case *appsv1.Deployment:
-		d.line(0, "Replicas", fmt.Sprintf("%d desired | %d updated | %d ready | %d available | %d unavailable",
-			i32(o.Spec.Replicas, 1), o.Status.UpdatedReplicas, o.Status.ReadyReplicas, o.Status.AvailableReplicas, o.Status.UnavailableReplicas))
-		d.line(0, "Strategy", string(o.Spec.Strategy.Type))
-		d.line(0, "Paused", strconv.FormatBool(o.Spec.Paused))
-		d.line(0, "Generation", fmt.Sprintf("%d (observed %d)", o.Generation, o.Status.ObservedGeneration))
-		describeConditions(d, deployConds(o.Status.Conditions))
-		describeTemplate(d, &o.Spec.Template)
-		perr = c.describeOwned(ctx, d, o.Namespace, o.Spec.Selector, o.UID, related, true)
-	case *appsv1.ReplicaSet:
-		d.line(0, "Replicas", fmt.Sprintf("%d desired | %d current | %d ready", i32(o.Spec.Replicas, 1), o.Status.Replicas, o.Status.ReadyReplicas))
-		describeTemplate(d, &o.Spec.Template)
-		perr = c.describeOwned(ctx, d, o.Namespace, o.Spec.Selector, o.UID, related, false)
-	case *appsv1.StatefulSet:
-		d.line(0, "Replicas", fmt.Sprintf("%d desired | %d current | %d ready | %d updated", i32(o.Spec.Replicas, 1), o.Status.Replicas, o.Status.ReadyReplicas, o.Status.UpdatedReplicas))
-		d.line(0, "Update Strategy", string(o.Spec.UpdateStrategy.Type))
-		describeTemplate(d, &o.Spec.Template)
-		perr = c.describeOwned(ctx, d, o.Namespace, o.Spec.Selector, o.UID, related, false)
-	case *appsv1.DaemonSet:
-		s := o.Status
-		d.line(0, "Pods", fmt.Sprintf("%d desired | %d current | %d ready | %d updated | %d available | %d misscheduled",
-			s.DesiredNumberScheduled, s.CurrentNumberScheduled, s.NumberReady, s.UpdatedNumberScheduled, s.NumberAvailable, s.NumberMisscheduled))
-		describeTemplate(d, &o.Spec.Template)
-		perr = c.describeOwned(ctx, d, o.Namespace, o.Spec.Selector, o.UID, related, false)
-	case *batchv1.Job:
-		d.line(0, "Status", jobStatus(o))
-		d.line(0, "Completions", fmt.Sprintf("%d/%d (active %d, failed %d, backoffLimit %d)", o.Status.Succeeded,
-			i32(o.Spec.Completions, 1), o.Status.Active, o.Status.Failed, i32(o.Spec.BackoffLimit, 6)))
-		var conds []condView
-		for _, c := range o.Status.Conditions {
-			conds = append(conds, condView{string(c.Type), string(c.Status), c.Reason, c.Message})
-		}
-		describeConditions(d, conds)
-		describeTemplate(d, &o.Spec.Template)
-		perr = c.describeOwned(ctx, d, o.Namespace, o.Spec.Selector, o.UID, related, false)
+	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *appsv1.DaemonSet, *batchv1.Job:
+		perr = c.describeWorkload(ctx, d, obj, related)
 	case *batchv1.CronJob:
-		d.line(0, "Schedule", o.Spec.Schedule)
-		d.line(0, "Suspend", strconv.FormatBool(o.Spec.Suspend != nil && *o.Spec.Suspend))
-		if o.Status.LastScheduleTime != nil {
-			d.line(0, "Last Schedule", o.Status.LastScheduleTime.UTC().Format(time.RFC3339))
-		}
-		if o.Status.LastSuccessfulTime != nil {
-			d.line(0, "Last Successful", o.Status.LastSuccessfulTime.UTC().Format(time.RFC3339))
-		}
-		var act []string
-		for _, j := range o.Status.Active {
-			act = append(act, j.Name)
-		}
-		d.line(0, "Active Jobs", strings.Join(act, ", "))
-		describeTemplate(d, &o.Spec.JobTemplate.Spec.Template)
+		describeCronJob(d, o)
 	case *corev1.Service:
 		d.line(0, "Type", string(o.Spec.Type))
 		d.line(0, "Cluster IP", o.Spec.ClusterIP)
@@ -164,50 +118,13 @@ func (c *Client) Describe(ctx context.Context, a DescribeArgs) (string, error) {
 			d.line(1, k, fmt.Sprintf("%d bytes (binary)", len(o.BinaryData[k])))
 		}
 	case *corev1.Node:
-		d.line(0, "Status", nodeStatus(o))
-		d.line(0, "Roles", nodeRoles(o))
-		d.line(0, "Taints", taints(o))
-		d.line(0, "Kubelet", o.Status.NodeInfo.KubeletVersion)
-		var conds []condView
-		for _, c := range o.Status.Conditions {
-			conds = append(conds, condView{string(c.Type), string(c.Status), c.Reason, c.Message})
-		}
-		describeConditions(d, conds)
-		d.line(0, "Allocatable", fmt.Sprintf("cpu %s, memory %s, pods %s", o.Status.Allocatable.Cpu(), o.Status.Allocatable.Memory(), o.Status.Allocatable.Pods()))
-		d.line(0, "Capacity", fmt.Sprintf("cpu %s, memory %s, pods %s", o.Status.Capacity.Cpu(), o.Status.Capacity.Memory(), o.Status.Capacity.Pods()))
+		describeNode(d, o)
 	case *corev1.Namespace:
 		d.line(0, "Status", string(o.Status.Phase))
 	case *networkingv1.Ingress:
-		if o.Spec.IngressClassName != nil {
-			d.line(0, "Class", *o.Spec.IngressClassName)
-		}
-		d.line(0, "Rules", "")
-		for _, r := range o.Spec.Rules {
-			if r.HTTP == nil {
-				continue
-			}
-			for _, p := range r.HTTP.Paths {
-				backend := ""
-				if p.Backend.Service != nil {
-					backend = p.Backend.Service.Name + ":" + nonEmpty(p.Backend.Service.Port.Name, strconv.Itoa(int(p.Backend.Service.Port.Number)))
-				}
-				d.line(1, nonEmpty(r.Host, "*")+p.Path, backend)
-			}
-		}
+		describeIngress(d, o)
 	case *corev1.PersistentVolumeClaim:
-		d.line(0, "Status", string(o.Status.Phase))
-		d.line(0, "Volume", o.Spec.VolumeName)
-		if o.Spec.StorageClassName != nil {
-			d.line(0, "StorageClass", *o.Spec.StorageClassName)
-		}
-		if q, ok := o.Status.Capacity[corev1.ResourceStorage]; ok {
-			d.line(0, "Capacity", q.String())
-		}
-		var modes []string
-		for _, m := range o.Spec.AccessModes {
-			modes = append(modes, string(m))
-		}
-		d.line(0, "Access Modes", strings.Join(modes, ","))
+		describePVC(d, o)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		d.line(0, "Reference", o.Spec.ScaleTargetRef.Kind+"/"+o.Spec.ScaleTargetRef.Name)
 		d.line(0, "Replicas", fmt.Sprintf("min %d, max %d, current %d, desired %d", i32(o.Spec.MinReplicas, 1), o.Spec.MaxReplicas, o.Status.CurrentReplicas, o.Status.DesiredReplicas))
@@ -222,6 +139,117 @@ func (c *Client) Describe(ctx context.Context, a DescribeArgs) (string, error) {
 	}
 	c.describeEvents(ctx, d, ref, related)
 	return d.b.String(), nil
+}
+
+// describeWorkload describes a workload with a pod template: its replicas
+// or completions, its template, and the pods it owns (whose events belong
+// to it).
+func (c *Client) describeWorkload(ctx context.Context, d *describer, obj any, related map[types.UID]bool) error {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		d.line(0, "Replicas", fmt.Sprintf("%d desired | %d updated | %d ready | %d available | %d unavailable",
+			i32(o.Spec.Replicas, 1), o.Status.UpdatedReplicas, o.Status.ReadyReplicas, o.Status.AvailableReplicas, o.Status.UnavailableReplicas))
+		d.line(0, "Strategy", string(o.Spec.Strategy.Type))
+		d.line(0, "Paused", strconv.FormatBool(o.Spec.Paused))
+		d.line(0, "Generation", fmt.Sprintf("%d (observed %d)", o.Generation, o.Status.ObservedGeneration))
+		describeConditions(d, deployConds(o.Status.Conditions))
+		describeTemplate(d, &o.Spec.Template)
+		return c.describeOwned(ctx, d, o.Namespace, o.Spec.Selector, o.UID, related, true)
+	case *appsv1.ReplicaSet:
+		d.line(0, "Replicas", fmt.Sprintf("%d desired | %d current | %d ready", i32(o.Spec.Replicas, 1), o.Status.Replicas, o.Status.ReadyReplicas))
+		describeTemplate(d, &o.Spec.Template)
+		return c.describeOwned(ctx, d, o.Namespace, o.Spec.Selector, o.UID, related, false)
+	case *appsv1.StatefulSet:
+		d.line(0, "Replicas", fmt.Sprintf("%d desired | %d current | %d ready | %d updated", i32(o.Spec.Replicas, 1), o.Status.Replicas, o.Status.ReadyReplicas, o.Status.UpdatedReplicas))
+		d.line(0, "Update Strategy", string(o.Spec.UpdateStrategy.Type))
+		describeTemplate(d, &o.Spec.Template)
+		return c.describeOwned(ctx, d, o.Namespace, o.Spec.Selector, o.UID, related, false)
+	case *appsv1.DaemonSet:
+		s := o.Status
+		d.line(0, "Pods", fmt.Sprintf("%d desired | %d current | %d ready | %d updated | %d available | %d misscheduled",
+			s.DesiredNumberScheduled, s.CurrentNumberScheduled, s.NumberReady, s.UpdatedNumberScheduled, s.NumberAvailable, s.NumberMisscheduled))
+		describeTemplate(d, &o.Spec.Template)
+		return c.describeOwned(ctx, d, o.Namespace, o.Spec.Selector, o.UID, related, false)
+	case *batchv1.Job:
+		d.line(0, "Status", jobStatus(o))
+		d.line(0, "Completions", fmt.Sprintf("%d/%d (active %d, failed %d, backoffLimit %d)", o.Status.Succeeded,
+			i32(o.Spec.Completions, 1), o.Status.Active, o.Status.Failed, i32(o.Spec.BackoffLimit, 6)))
+		var conds []condView
+		for _, c := range o.Status.Conditions {
+			conds = append(conds, condView{string(c.Type), string(c.Status), c.Reason, c.Message})
+		}
+		describeConditions(d, conds)
+		describeTemplate(d, &o.Spec.Template)
+		return c.describeOwned(ctx, d, o.Namespace, o.Spec.Selector, o.UID, related, false)
+	}
+	return nil
+}
+
+// describeCronJob: its schedule, last runs and active Jobs, and its template.
+func describeCronJob(d *describer, o *batchv1.CronJob) {
+	d.line(0, "Schedule", o.Spec.Schedule)
+	d.line(0, "Suspend", strconv.FormatBool(o.Spec.Suspend != nil && *o.Spec.Suspend))
+	if o.Status.LastScheduleTime != nil {
+		d.line(0, "Last Schedule", o.Status.LastScheduleTime.UTC().Format(time.RFC3339))
+	}
+	if o.Status.LastSuccessfulTime != nil {
+		d.line(0, "Last Successful", o.Status.LastSuccessfulTime.UTC().Format(time.RFC3339))
+	}
+	var act []string
+	for _, j := range o.Status.Active {
+		act = append(act, j.Name)
+	}
+	d.line(0, "Active Jobs", strings.Join(act, ", "))
+	describeTemplate(d, &o.Spec.JobTemplate.Spec.Template)
+}
+
+func describeNode(d *describer, o *corev1.Node) {
+	d.line(0, "Status", nodeStatus(o))
+	d.line(0, "Roles", nodeRoles(o))
+	d.line(0, "Taints", taints(o))
+	d.line(0, "Kubelet", o.Status.NodeInfo.KubeletVersion)
+	var conds []condView
+	for _, c := range o.Status.Conditions {
+		conds = append(conds, condView{string(c.Type), string(c.Status), c.Reason, c.Message})
+	}
+	describeConditions(d, conds)
+	d.line(0, "Allocatable", fmt.Sprintf("cpu %s, memory %s, pods %s", o.Status.Allocatable.Cpu(), o.Status.Allocatable.Memory(), o.Status.Allocatable.Pods()))
+	d.line(0, "Capacity", fmt.Sprintf("cpu %s, memory %s, pods %s", o.Status.Capacity.Cpu(), o.Status.Capacity.Memory(), o.Status.Capacity.Pods()))
+}
+
+func describeIngress(d *describer, o *networkingv1.Ingress) {
+	if o.Spec.IngressClassName != nil {
+		d.line(0, "Class", *o.Spec.IngressClassName)
+	}
+	d.line(0, "Rules", "")
+	for _, r := range o.Spec.Rules {
+		if r.HTTP == nil {
+			continue
+		}
+		for _, p := range r.HTTP.Paths {
+			backend := ""
+			if p.Backend.Service != nil {
+				backend = p.Backend.Service.Name + ":" + nonEmpty(p.Backend.Service.Port.Name, strconv.Itoa(int(p.Backend.Service.Port.Number)))
+			}
+			d.line(1, nonEmpty(r.Host, "*")+p.Path, backend)
+		}
+	}
+}
+
+func describePVC(d *describer, o *corev1.PersistentVolumeClaim) {
+	d.line(0, "Status", string(o.Status.Phase))
+	d.line(0, "Volume", o.Spec.VolumeName)
+	if o.Spec.StorageClassName != nil {
+		d.line(0, "StorageClass", *o.Spec.StorageClassName)
+	}
+	if q, ok := o.Status.Capacity[corev1.ResourceStorage]; ok {
+		d.line(0, "Capacity", q.String())
+	}
+	var modes []string
+	for _, m := range o.Spec.AccessModes {
+		modes = append(modes, string(m))
+	}
+	d.line(0, "Access Modes", strings.Join(modes, ","))
 }
 
 type condView struct{ typ, status, reason, msg string }
