@@ -152,7 +152,66 @@ type limitTarget struct {
 	value *yaml.Node
 }
 
+// findLimit finds the memory limit of container in the one workload of
+// kind named workload: the workload among the documents (and List items),
+// its pod spec, the container, then resources.limits.memory — refusing
+// whatever it would have to guess at or that an edit would change
+// elsewhere too (aliases, anchors).
 func findLimit(docs []*yaml.Node, kind, workload, container string) (*limitTarget, error) {
+	doc, path, spec, err := findWorkload(docs, kind, workload)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range podSpecPath[kind] {
+		next, err := lookup(spec, k)
+		if err != nil {
+			return nil, err
+		}
+		if next == nil {
+			return nil, fmt.Errorf("%w: %s %q has no %s", ErrNotFound, kind, workload, strings.Join(podSpecPath[kind], "."))
+		}
+		spec = next
+		path = append(path, k)
+	}
+	if spec.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%w: the pod spec of %s %q is not a mapping", ErrRefused, kind, workload)
+	}
+	list, idx, node, err := findContainer(spec, kind, workload, container)
+	if err != nil {
+		return nil, err
+	}
+	path = append(path, list, idx)
+	missing := func(what string) error {
+		return fmt.Errorf("%w: container %q of %s %q has no resources.limits.memory (%s); adding a limit is a different change from raising one", ErrNotFound, container, kind, workload, what)
+	}
+	for _, k := range []string{"resources", "limits", "memory"} {
+		next, err := lookup(node, k)
+		if err != nil {
+			return nil, err
+		}
+		if next == nil {
+			return nil, missing("no " + k)
+		}
+		node = next
+		path = append(path, k)
+	}
+	switch {
+	case node.Kind == yaml.AliasNode:
+		return nil, fmt.Errorf("%w: the memory limit of container %q is a YAML alias (*%s); changing its anchor would change other values too", ErrRefused, container, node.Value)
+	case node.Anchor != "":
+		return nil, fmt.Errorf("%w: the memory limit of container %q carries an anchor (&%s) that other values may share", ErrRefused, container, node.Anchor)
+	case node.Kind != yaml.ScalarNode:
+		return nil, fmt.Errorf("%w: the memory limit of container %q is not a single value", ErrRefused, container)
+	case node.Tag == "!!null" || node.Value == "":
+		return nil, missing("the value is empty")
+	}
+	return &limitTarget{doc: doc, path: path, value: node}, nil
+}
+
+// findWorkload finds the one document (or List item) that is the workload
+// of kind named workload: its document index, its path from the document
+// root, and its node. None, or more than one, is an error.
+func findWorkload(docs []*yaml.Node, kind, workload string) (int, []any, *yaml.Node, error) {
 	type candidate struct {
 		doc  int
 		path []any
@@ -184,28 +243,18 @@ func findLimit(docs []*yaml.Node, kind, workload, container string) (*limitTarge
 	}
 	switch len(workloads) {
 	case 0:
-		return nil, fmt.Errorf("%w: no %s named %q in this file", ErrNotFound, kind, workload)
+		return 0, nil, nil, fmt.Errorf("%w: no %s named %q in this file", ErrNotFound, kind, workload)
 	case 1:
 	default:
-		return nil, fmt.Errorf("%w: %d documents are a %s named %q (different namespaces?); refusing to guess which", ErrRefused, len(workloads), kind, workload)
+		return 0, nil, nil, fmt.Errorf("%w: %d documents are a %s named %q (different namespaces?); refusing to guess which", ErrRefused, len(workloads), kind, workload)
 	}
 	w := workloads[0]
-	path := append([]any{}, w.path...)
-	spec := w.node
-	for _, k := range podSpecPath[kind] {
-		next, err := lookup(spec, k)
-		if err != nil {
-			return nil, err
-		}
-		if next == nil {
-			return nil, fmt.Errorf("%w: %s %q has no %s", ErrNotFound, kind, workload, strings.Join(podSpecPath[kind], "."))
-		}
-		spec = next
-		path = append(path, k)
-	}
-	if spec.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%w: the pod spec of %s %q is not a mapping", ErrRefused, kind, workload)
-	}
+	return w.doc, append([]any{}, w.path...), w.node, nil
+}
+
+// findContainer finds the one container (or init container) of the pod
+// spec named container: its list, its index there, and its node.
+func findContainer(spec *yaml.Node, kind, workload, container string) (string, int, *yaml.Node, error) {
 	type hit struct {
 		list string
 		idx  int
@@ -216,17 +265,17 @@ func findLimit(docs []*yaml.Node, kind, workload, container string) (*limitTarge
 	for _, list := range []string{"containers", "initContainers"} {
 		seq, err := lookup(spec, list)
 		if err != nil {
-			return nil, err
+			return "", 0, nil, err
 		}
 		if seq == nil {
 			continue
 		}
 		if seq.Kind != yaml.SequenceNode {
-			return nil, fmt.Errorf("%w: %s of %s %q is not a list", ErrRefused, list, kind, workload)
+			return "", 0, nil, fmt.Errorf("%w: %s of %s %q is not a list", ErrRefused, list, kind, workload)
 		}
 		for j, c := range seq.Content {
 			if c.Kind == yaml.AliasNode {
-				return nil, fmt.Errorf("%w: a container of %s %q is a YAML alias; edit it by hand", ErrRefused, kind, workload)
+				return "", 0, nil, fmt.Errorf("%w: a container of %s %q is a YAML alias; edit it by hand", ErrRefused, kind, workload)
 			}
 			n := scalarAt(c, "name")
 			names = append(names, n)
@@ -237,39 +286,13 @@ func findLimit(docs []*yaml.Node, kind, workload, container string) (*limitTarge
 	}
 	switch len(hits) {
 	case 0:
-		return nil, fmt.Errorf("%w: %s %q has no container named %q (containers: %s)", ErrNotFound, kind, workload, container, strings.Join(names, ", "))
+		return "", 0, nil, fmt.Errorf("%w: %s %q has no container named %q (containers: %s)", ErrNotFound, kind, workload, container, strings.Join(names, ", "))
 	case 1:
 	default:
-		return nil, fmt.Errorf("%w: %s %q has %d containers named %q; refusing to guess", ErrRefused, kind, workload, len(hits), container)
+		return "", 0, nil, fmt.Errorf("%w: %s %q has %d containers named %q; refusing to guess", ErrRefused, kind, workload, len(hits), container)
 	}
 	h := hits[0]
-	path = append(path, h.list, h.idx)
-	node := h.node
-	missing := func(what string) error {
-		return fmt.Errorf("%w: container %q of %s %q has no resources.limits.memory (%s); adding a limit is a different change from raising one", ErrNotFound, container, kind, workload, what)
-	}
-	for _, k := range []string{"resources", "limits", "memory"} {
-		next, err := lookup(node, k)
-		if err != nil {
-			return nil, err
-		}
-		if next == nil {
-			return nil, missing("no " + k)
-		}
-		node = next
-		path = append(path, k)
-	}
-	switch {
-	case node.Kind == yaml.AliasNode:
-		return nil, fmt.Errorf("%w: the memory limit of container %q is a YAML alias (*%s); changing its anchor would change other values too", ErrRefused, container, node.Value)
-	case node.Anchor != "":
-		return nil, fmt.Errorf("%w: the memory limit of container %q carries an anchor (&%s) that other values may share", ErrRefused, container, node.Anchor)
-	case node.Kind != yaml.ScalarNode:
-		return nil, fmt.Errorf("%w: the memory limit of container %q is not a single value", ErrRefused, container)
-	case node.Tag == "!!null" || node.Value == "":
-		return nil, missing("the value is empty")
-	}
-	return &limitTarget{doc: w.doc, path: path, value: node}, nil
+	return h.list, h.idx, h.node, nil
 }
 
 func isWorkload(n *yaml.Node, kind, name string) bool {

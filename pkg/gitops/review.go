@@ -39,125 +39,16 @@ const (
 // made (diff truncated, manifest missing) → comment. All pass → approve.
 // The body lists every check with its evidence.
 func ReviewPR(pr PR, diff string, truncated bool, manifest []byte) (verdict, body string) {
-	var res []checkResult
 	mc, shapeErr := analyseMemoryDiff(diff)
-
-	// 1. diff matches body
-	c1 := checkResult{name: "diff matches the body"}
-	claimOld, claimNew, claimed := ClaimedChange(pr.Body)
-	switch {
-	case truncated && shapeErr != nil:
-		c1.outcome, c1.detail = checkFail, "the diff was truncated, so it is far larger than a one-value change"
-	case shapeErr != nil && mc == nil:
-		c1.outcome, c1.detail = checkFail, shapeErr.Error()+" — a one-value change that produced more than that means the file was rewritten"
-	case !claimed:
-		c1.outcome, c1.detail = checkFail, `the body does not state its change as one "change: OLD -> NEW" line`
-	case claimOld != mc.Old || claimNew != mc.New:
-		c1.outcome, c1.detail = checkFail, fmt.Sprintf("the body claims %s → %s, the diff changes %s → %s", claimOld, claimNew, mc.Old, mc.New)
-	case mc.UnderLimit != nil:
-		c1.outcome, c1.detail = checkFail, mc.UnderLimit.Error()
-	default:
-		c1.outcome, c1.detail = checkPass, fmt.Sprintf("+1/−1 in %s, line %d: %s → %s, as the body says", mc.Path, mc.LineNo, mc.Old, mc.New)
+	fix, workload := checkRightFix(mc, manifest)
+	res := []checkResult{
+		checkClaim(pr, mc, shapeErr, truncated),
+		fix,
+		checkProportion(mc),
+		checkScope(diff, workload),
+		checkWholeDiff(diff, truncated),
 	}
-	res = append(res, c1)
-
-	// 2. right fix
-	c2 := checkResult{name: "a bigger limit is the right fix"}
-	workload := ""
-	switch {
-	case mc == nil:
-		c2.outcome, c2.detail = checkUnknown, "no single memory value to relate to a container"
-	case manifest == nil:
-		c2.outcome, c2.detail = checkUnknown, "the manifest could not be read, so the container's command was not seen"
-	default:
-		wl, ctr, cmd, err := containerAtLine(manifest, mc.LineNo, mc.Old)
-		workload = wl
-		switch {
-		case err != nil:
-			c2.outcome, c2.detail = checkFail, err.Error()
-		default:
-			if why := unboundedGrowth(cmd); why != "" {
-				c2.outcome, c2.detail = checkFail, fmt.Sprintf("container %q %s; a higher limit only delays the next OOM kill — the fix is bounded memory in the app", ctr, why)
-			} else {
-				c2.outcome, c2.detail = checkPass, fmt.Sprintf("container %q: nothing in its command or args shows memory growing without bound", ctr)
-			}
-		}
-	}
-	res = append(res, c2)
-
-	// 3. proportionate
-	c3 := checkResult{name: "the size is proportionate"}
-	switch {
-	case mc == nil:
-		c3.outcome, c3.detail = checkUnknown, "no single memory value changes"
-	case mc.Ratio > MaxFactor:
-		c3.outcome, c3.detail = checkFail, fmt.Sprintf("%s → %s is %.2f×: above %d× a memory fix becomes a scheduling problem elsewhere; the convention is ~1.5×", mc.Old, mc.New, mc.Ratio, MaxFactor)
-	case mc.Ratio <= 1:
-		c3.outcome, c3.detail = checkFail, fmt.Sprintf("%s → %s is %.2f×: not a raise", mc.Old, mc.New, mc.Ratio)
-	case mc.Ratio > 1.75:
-		c3.outcome, c3.detail = checkPass, fmt.Sprintf("%.2f×: within 2×, though above the ~1.5× convention", mc.Ratio)
-	default:
-		c3.outcome, c3.detail = checkPass, fmt.Sprintf("%.2f×, near the ~1.5× convention", mc.Ratio)
-	}
-	res = append(res, c3)
-
-	// 4. scope
-	c4 := checkResult{name: "it touches only the app's own files"}
-	files, perr := parseUnifiedDiff(diff)
-	switch {
-	case perr != nil:
-		c4.outcome, c4.detail = checkUnknown, "the diff does not parse: "+perr.Error()
-	default:
-		var bad []string
-		for _, p := range diffFiles(files) {
-			if s, why := SensitivePath(p); s {
-				bad = append(bad, p+" ("+why+")")
-			}
-		}
-		switch {
-		case len(bad) > 0:
-			c4.outcome, c4.detail = checkFail, "touches "+strings.Join(bad, "; ")
-		case len(files) != 1:
-			c4.outcome, c4.detail = checkFail, fmt.Sprintf("touches %d files: %s", len(files), strings.Join(diffFiles(files), ", "))
-		default:
-			c4.outcome, c4.detail = checkPass, "one manifest: "+diffFiles(files)[0]
-			if workload != "" && !strings.Contains(diffFiles(files)[0], workload) {
-				c4.detail += fmt.Sprintf(" (the path does not name %s; check it is the app's own file)", workload)
-			}
-		}
-	}
-	res = append(res, c4)
-
-	// 5. whole diff seen
-	c5 := checkResult{name: "the whole diff was seen"}
-	if truncated {
-		c5.outcome, c5.detail = checkFail, "the diff was TRUNCATED; approval is forbidden on a diff not seen whole"
-	} else {
-		c5.outcome, c5.detail = checkPass, fmt.Sprintf("%d characters, read whole", len(diff))
-	}
-	res = append(res, c5)
-
-	failed, unknown := false, false
-	for _, r := range res {
-		switch r.outcome {
-		case checkFail:
-			failed = true
-		case checkUnknown:
-			unknown = true
-		}
-	}
-	switch {
-	case failed && truncated && c1.outcome != checkFail && c3.outcome != checkFail && c2.outcome != checkFail && c4.outcome != checkFail:
-		// Only the truncation failed: say so, but do not block what might
-		// be fine — a person must look.
-		verdict = VerdictComment
-	case failed:
-		verdict = VerdictRequestChanges
-	case unknown:
-		verdict = VerdictComment
-	default:
-		verdict = VerdictApprove
-	}
+	verdict = verdictOf(res, truncated)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Automated review of #%d (five checks):\n", pr.Number)
 	for i, r := range res {
@@ -172,6 +63,145 @@ func ReviewPR(pr PR, diff string, truncated bool, manifest []byte) (verdict, bod
 		b.WriteString("Requesting changes for the failed checks above.")
 	}
 	return verdict, b.String()
+}
+
+// verdictOf is the one verdict of the five checks: approve only when all
+// pass; a check that could not be made, or only the truncation failing,
+// asks a person to look; any other failure requests changes.
+func verdictOf(res []checkResult, truncated bool) string {
+	failed, unknown, onlyTruncation := false, false, true
+	for i, r := range res {
+		switch r.outcome {
+		case checkFail:
+			failed = true
+			if i != len(res)-1 { // the last check is the whole-diff one
+				onlyTruncation = false
+			}
+		case checkUnknown:
+			unknown = true
+		}
+	}
+	switch {
+	case failed && truncated && onlyTruncation:
+		// Only the truncation failed: say so, but do not block what might
+		// be fine — a person must look.
+		return VerdictComment
+	case failed:
+		return VerdictRequestChanges
+	case unknown:
+		return VerdictComment
+	}
+	return VerdictApprove
+}
+
+// checkClaim, check 1: the diff matches the body — one memory value,
+// changed as the body's "change: OLD -> NEW" line says, not under the
+// request.
+func checkClaim(pr PR, mc *memoryChange, shapeErr error, truncated bool) checkResult {
+	c := checkResult{name: "diff matches the body"}
+	claimOld, claimNew, claimed := ClaimedChange(pr.Body)
+	switch {
+	case truncated && shapeErr != nil:
+		c.outcome, c.detail = checkFail, "the diff was truncated, so it is far larger than a one-value change"
+	case shapeErr != nil && mc == nil:
+		c.outcome, c.detail = checkFail, shapeErr.Error()+" — a one-value change that produced more than that means the file was rewritten"
+	case !claimed:
+		c.outcome, c.detail = checkFail, `the body does not state its change as one "change: OLD -> NEW" line`
+	case claimOld != mc.Old || claimNew != mc.New:
+		c.outcome, c.detail = checkFail, fmt.Sprintf("the body claims %s → %s, the diff changes %s → %s", claimOld, claimNew, mc.Old, mc.New)
+	case mc.UnderLimit != nil:
+		c.outcome, c.detail = checkFail, mc.UnderLimit.Error()
+	default:
+		c.outcome, c.detail = checkPass, fmt.Sprintf("+1/−1 in %s, line %d: %s → %s, as the body says", mc.Path, mc.LineNo, mc.Old, mc.New)
+	}
+	return c
+}
+
+// checkRightFix, check 2: a bigger limit is the right fix — nothing in the
+// container's command shows memory growing without bound. It also returns
+// the container's workload, for check 4.
+func checkRightFix(mc *memoryChange, manifest []byte) (c checkResult, workload string) {
+	c = checkResult{name: "a bigger limit is the right fix"}
+	switch {
+	case mc == nil:
+		c.outcome, c.detail = checkUnknown, "no single memory value to relate to a container"
+	case manifest == nil:
+		c.outcome, c.detail = checkUnknown, "the manifest could not be read, so the container's command was not seen"
+	default:
+		wl, ctr, cmd, err := containerAtLine(manifest, mc.LineNo, mc.Old)
+		workload = wl
+		switch {
+		case err != nil:
+			c.outcome, c.detail = checkFail, err.Error()
+		default:
+			if why := unboundedGrowth(cmd); why != "" {
+				c.outcome, c.detail = checkFail, fmt.Sprintf("container %q %s; a higher limit only delays the next OOM kill — the fix is bounded memory in the app", ctr, why)
+			} else {
+				c.outcome, c.detail = checkPass, fmt.Sprintf("container %q: nothing in its command or args shows memory growing without bound", ctr)
+			}
+		}
+	}
+	return c, workload
+}
+
+// checkProportion, check 3: the new size is proportionate (above 1×, at
+// most MaxFactor×).
+func checkProportion(mc *memoryChange) checkResult {
+	c := checkResult{name: "the size is proportionate"}
+	switch {
+	case mc == nil:
+		c.outcome, c.detail = checkUnknown, "no single memory value changes"
+	case mc.Ratio > MaxFactor:
+		c.outcome, c.detail = checkFail, fmt.Sprintf("%s → %s is %.2f×: above %d× a memory fix becomes a scheduling problem elsewhere; the convention is ~1.5×", mc.Old, mc.New, mc.Ratio, MaxFactor)
+	case mc.Ratio <= 1:
+		c.outcome, c.detail = checkFail, fmt.Sprintf("%s → %s is %.2f×: not a raise", mc.Old, mc.New, mc.Ratio)
+	case mc.Ratio > 1.75:
+		c.outcome, c.detail = checkPass, fmt.Sprintf("%.2f×: within 2×, though above the ~1.5× convention", mc.Ratio)
+	default:
+		c.outcome, c.detail = checkPass, fmt.Sprintf("%.2f×, near the ~1.5× convention", mc.Ratio)
+	}
+	return c
+}
+
+// checkScope, check 4: the diff touches one manifest, none of the
+// sensitive paths.
+func checkScope(diff, workload string) checkResult {
+	c := checkResult{name: "it touches only the app's own files"}
+	files, perr := parseUnifiedDiff(diff)
+	switch {
+	case perr != nil:
+		c.outcome, c.detail = checkUnknown, "the diff does not parse: "+perr.Error()
+	default:
+		var bad []string
+		for _, p := range diffFiles(files) {
+			if s, why := SensitivePath(p); s {
+				bad = append(bad, p+" ("+why+")")
+			}
+		}
+		switch {
+		case len(bad) > 0:
+			c.outcome, c.detail = checkFail, "touches "+strings.Join(bad, "; ")
+		case len(files) != 1:
+			c.outcome, c.detail = checkFail, fmt.Sprintf("touches %d files: %s", len(files), strings.Join(diffFiles(files), ", "))
+		default:
+			c.outcome, c.detail = checkPass, "one manifest: "+diffFiles(files)[0]
+			if workload != "" && !strings.Contains(diffFiles(files)[0], workload) {
+				c.detail += fmt.Sprintf(" (the path does not name %s; check it is the app's own file)", workload)
+			}
+		}
+	}
+	return c
+}
+
+// checkWholeDiff, check 5: the whole diff was seen.
+func checkWholeDiff(diff string, truncated bool) checkResult {
+	c := checkResult{name: "the whole diff was seen"}
+	if truncated {
+		c.outcome, c.detail = checkFail, "the diff was TRUNCATED; approval is forbidden on a diff not seen whole"
+	} else {
+		c.outcome, c.detail = checkPass, fmt.Sprintf("%d characters, read whole", len(diff))
+	}
+	return c
 }
 
 // containerAtLine finds the container whose resources.limits.memory is the
