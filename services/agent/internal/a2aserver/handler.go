@@ -88,29 +88,60 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 	if err != nil {
 		return nil, refuse(entry.Verb, err, sdk.ErrInvalidRequest)
 	}
+	discussion, err := s.discussionOf(meta, msg)
+	entry.DiscussionID = discussion
+	if err != nil {
+		return nil, refuse(entry.Verb, err, sdk.ErrInvalidRequest)
+	}
+	if entry.TraceID == "" {
+		entry.TraceID = discussion
+	}
+	s.traces.Set(discussion, entry.TraceID) // before Start: the run may send at once
+	run, err := eng.Start(ctx, runRequest(meta, in, depth, discussion))
+	if err != nil {
+		s.traces.Drop(discussion)
+		return nil, refuse(entry.Verb, err, startErrCode(err))
+	}
+	entry.Outcome, entry.CalleeRunID = a2a.OutcomeAccepted, run.ID
+	s.recordReceived(ctx, &entry)
+	s.metrics.Messages.WithLabelValues(a2a.DirectionReceived, entry.Verb, a2a.OutcomeAccepted).Inc()
+	run.Event(ctx, "a2a_received", map[string]any{
+		"audit_id": entry.ID, "message_id": msg.ID, "verb": entry.Verb, "caller": entry.Caller,
+		"caller_run_id": entry.CallerRunID, "depth": depth, "discussion_id": discussion, "trace_id": entry.TraceID,
+	})
+	s.log.Info("a2a message accepted", zap.String("caller", entry.Caller), zap.String("verb", entry.Verb),
+		zap.Int("depth", depth), zap.String("run_id", run.ID), zap.String("discussion_id", discussion))
+	s.settling.Add(1)
+	go s.settle(run, entry)
+	return &accepted{run: run, discussion: discussion, msg: msg}, nil
+}
+
+// discussionOf is the discussion a received message belongs to: the one
+// its metadata or context names, or a new one. A discussion one of this
+// agent's runs is still in is a cycle, refused.
+func (s *Service) discussionOf(meta a2a.Meta, msg *sdk.Message) (string, error) {
 	discussion := meta.DiscussionID
 	if discussion == "" {
 		discussion = msg.ContextID
 	}
-	if discussion != "" {
-		if r, ok := eng.RunningDiscussion(discussion); ok {
-			entry.DiscussionID = discussion
-			return nil, refuse(entry.Verb, a2a.CycleError(s.self.Slug, discussion, r.ID), sdk.ErrInvalidRequest)
-		}
-		if r, ok := eng.Get(discussion); ok && !r.Finished() {
-			// The discussion was started by this very run (a root run's id
-			// is its discussion id).
-			entry.DiscussionID = discussion
-			return nil, refuse(entry.Verb, a2a.CycleError(s.self.Slug, discussion, r.ID), sdk.ErrInvalidRequest)
-		}
-	} else {
-		discussion = s.o.NewID()
+	if discussion == "" {
+		return s.o.NewID(), nil
 	}
-	entry.DiscussionID = discussion
-	if entry.TraceID == "" {
-		entry.TraceID = discussion
+	if r, ok := s.eng.RunningDiscussion(discussion); ok {
+		return discussion, a2a.CycleError(s.self.Slug, discussion, r.ID)
 	}
+	if r, ok := s.eng.Get(discussion); ok && !r.Finished() {
+		// The discussion was started by this very run (a root run's id is
+		// its discussion id).
+		return discussion, a2a.CycleError(s.self.Slug, discussion, r.ID)
+	}
+	return discussion, nil
+}
 
+// runRequest is the run a received message asks for: an ask, or a
+// delegation carrying its finding (the task said for it when the message
+// has no text) and its data parts as context.
+func runRequest(meta a2a.Meta, in a2a.Incoming, depth int, discussion string) api.RunRequest {
 	req := api.RunRequest{
 		Task: in.Text, WorkflowType: api.WorkflowA2AAsk, Caller: meta.Caller,
 		SocialDepth: depth, DiscussionID: discussion,
@@ -135,31 +166,20 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 			req.Context[k] = string(raw)
 		}
 	}
-	s.traces.Set(discussion, entry.TraceID) // before Start: the run may send at once
-	run, err := eng.Start(ctx, req)
-	if err != nil {
-		s.traces.Drop(discussion)
-		var ve *engine.ValidationError
-		switch {
-		case errors.As(err, &ve):
-			return nil, refuse(entry.Verb, err, sdk.ErrInvalidParams)
-		case errors.Is(err, engine.ErrShuttingDown):
-			return nil, refuse(entry.Verb, err, sdk.ErrServerError)
-		}
-		return nil, refuse(entry.Verb, err, sdk.ErrInternalError)
+	return req
+}
+
+// startErrCode is the A2A error code of a run that could not start: the
+// request's fault, the agent shutting down, or an internal error.
+func startErrCode(err error) error {
+	var ve *engine.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		return sdk.ErrInvalidParams
+	case errors.Is(err, engine.ErrShuttingDown):
+		return sdk.ErrServerError
 	}
-	entry.Outcome, entry.CalleeRunID = a2a.OutcomeAccepted, run.ID
-	s.recordReceived(ctx, &entry)
-	s.metrics.Messages.WithLabelValues(a2a.DirectionReceived, entry.Verb, a2a.OutcomeAccepted).Inc()
-	run.Event(ctx, "a2a_received", map[string]any{
-		"audit_id": entry.ID, "message_id": msg.ID, "verb": entry.Verb, "caller": entry.Caller,
-		"caller_run_id": entry.CallerRunID, "depth": depth, "discussion_id": discussion, "trace_id": entry.TraceID,
-	})
-	s.log.Info("a2a message accepted", zap.String("caller", entry.Caller), zap.String("verb", entry.Verb),
-		zap.Int("depth", depth), zap.String("run_id", run.ID), zap.String("discussion_id", discussion))
-	s.settling.Add(1)
-	go s.settle(run, entry)
-	return &accepted{run: run, discussion: discussion, msg: msg}, nil
+	return sdk.ErrInternalError
 }
 
 // settle records the outcome of a received message's run when it ends,
