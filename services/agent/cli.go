@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"io"
+	"net"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/kubecrew/kubecrew/pkg/buildinfo"
 	"github.com/kubecrew/kubecrew/pkg/logging"
+	"github.com/kubecrew/kubecrew/services/agent/internal/app"
+	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 )
 
 const usage = `agent — one kubecrew agent; AGENT_PERSONA picks the persona (noor, sol, vera, dax, ada or the slug).
@@ -17,3 +22,31 @@ func version() string { return buildinfo.Version + " (" + buildinfo.Revision() +
 
 // NewLogger returns the JSON logger writing to w at level.
 func NewLogger(w io.Writer, level string) *zap.Logger { return logging.New(w, logging.Level(level)) }
+
+// shutdownGrace is how long running runs may finish on SIGTERM.
+const shutdownGrace = 30 * time.Second
+
+// serve serves a on l until the server fails (exit code 1) or ctx ends;
+// then it lets running runs finish for shutdownGrace (exit code 0).
+func serve(ctx context.Context, a *app.App, l net.Listener, cfg *config.Config, log *zap.Logger) int {
+	log.Info("agent listening", zap.String("addr", l.Addr().String()), zap.String("persona", cfg.Persona.Name),
+		zap.String("slug", cfg.Persona.Slug), zap.String("model", cfg.Model), zap.String("store", a.Store.Kind()))
+	errc := make(chan error, 1)
+	go func() { errc <- a.Serve(l) }()
+	select {
+	case err := <-errc:
+		if err != nil {
+			log.Error("http server failed", zap.Error(err))
+			return 1
+		}
+		return 0
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: letting running runs finish", zap.Int("in_flight", a.Engine.InFlight()))
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := a.Shutdown(sctx); err != nil {
+		log.Warn("shutdown", zap.Error(err))
+	}
+	return 0
+}

@@ -10,9 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/services/agent/internal/app"
@@ -49,24 +46,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 		fmt.Fprintf(stderr, "agent: LISTEN_ADDR %s: %v\n", cfg.ListenAddr, err)
 		return 1
 	}
-	log.Info("agent listening", zap.String("addr", l.Addr().String()), zap.String("persona", cfg.Persona.Name),
-		zap.String("slug", cfg.Persona.Slug), zap.String("model", cfg.Model), zap.String("store", a.Store.Kind()))
-	errc := make(chan error, 1)
-	go func() { errc <- a.Serve(l) }()
-	select {
-	case err := <-errc:
-		if err != nil {
-			log.Error("http server failed", zap.Error(err))
-			return 1
-		}
-		return 0
-	case <-ctx.Done():
-	}
-	log.Info("shutting down: letting running runs finish", zap.Int("in_flight", a.Engine.InFlight()))
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := a.Shutdown(sctx); err != nil {
-		log.Warn("shutdown", zap.Error(err))
-	}
-	return 0
+	return serve(ctx, a, l, cfg, log)
 }
