@@ -113,59 +113,12 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	buildinfo.Register(a.metricsReg, "agent")
 	a.logWarnings()
 
-	st := o.Store
-	if st == nil {
-		sw, closeStore, err := openStore(ctx, cfg.DatabaseURL, log.Named("store"))
-		if err != nil {
-			return nil, err
-		}
-		a.closers = append(a.closers, closeStore)
-		st = sw
-	}
-	a.Store = st
-	// Retention: the agent owns its runs, traces, findings and A2A log
-	// (README, "Retention"); the loop ends with bg, before the store closes.
-	retained, now := make(chan struct{}), o.Now
-	if now == nil {
-		now = time.Now
-	}
-	go func() {
-		defer close(retained)
-		store.Retain(a.bg, st, store.AgentData, cfg.Retention, time.Minute, now, log.Named("retention"))
-	}()
-	a.closers = append(a.closers, func() { <-retained })
-
-	reg := tools.NewRegistry(builtin.Tools()...)
-	a.Registry = reg
-	for _, t := range o.ExtraTools {
-		reg.Add(t)
-	}
-	if err := a.toolProviders(ctx, reg); err != nil {
+	if err := a.setupStore(ctx, o); err != nil {
 		return nil, err
 	}
-	// Built-ins every persona gets: load_skill, report_finding, memory_*,
-	// and the A2A verbs.
-	names := append([]string{}, builtin.Names...)
-	a2aOut, err := a.newA2AClient()
+	st := a.Store
+	set, a2aOut, err := a.toolSet(ctx, o)
 	if err != nil {
-		return nil, err
-	}
-	for _, t := range a2aOut.Tools() {
-		reg.Add(t)
-		names = append(names, t.Name())
-	}
-	names = append(names, cfg.Tools...)
-	set, err := reg.Resolve(names)
-	if err != nil {
-		var ute *tools.UnknownToolError
-		if errors.As(err, &ute) {
-			s := cfg.Settings()["AGENT_TOOLS"]
-			where := s.Where
-			if s.Source == config.SourceEnv {
-				where = "environment"
-			}
-			return nil, &config.Error{Var: "AGENT_TOOLS", Where: where, Msg: ute.Error()}
-		}
 		return nil, err
 	}
 
@@ -214,6 +167,75 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// setupStore opens the store (unless the options bring one) and starts
+// its retention loop: the agent owns its runs, traces, findings and A2A
+// log (README, "Retention"); the loop ends with bg, before the store
+// closes.
+func (a *App) setupStore(ctx context.Context, o Options) error {
+	st := o.Store
+	if st == nil {
+		sw, closeStore, err := openStore(ctx, a.Config.DatabaseURL, a.Log.Named("store"))
+		if err != nil {
+			return err
+		}
+		a.closers = append(a.closers, closeStore)
+		st = sw
+	}
+	a.Store = st
+	retained, now := make(chan struct{}), o.Now
+	if now == nil {
+		now = time.Now
+	}
+	go func() {
+		defer close(retained)
+		store.Retain(a.bg, st, store.AgentData, a.Config.Retention, time.Minute, now, a.Log.Named("retention"))
+	}()
+	a.closers = append(a.closers, func() { <-retained })
+	return nil
+}
+
+// toolSet builds the tool registry (built-ins, the options' extra tools,
+// the configured providers, then the outgoing A2A client, whose verbs are
+// tools and which is the engine's Delegator) and resolves the persona's
+// tools from it: the built-ins every persona gets (load_skill,
+// report_finding, memory_*), the A2A verbs, and AGENT_TOOLS. An unknown
+// tool is a configuration error naming AGENT_TOOLS and where it was set.
+func (a *App) toolSet(ctx context.Context, o Options) (tools.Set, *a2aclient.Client, error) {
+	cfg := a.Config
+	reg := tools.NewRegistry(builtin.Tools()...)
+	a.Registry = reg
+	for _, t := range o.ExtraTools {
+		reg.Add(t)
+	}
+	if err := a.toolProviders(ctx, reg); err != nil {
+		return nil, nil, err
+	}
+	names := append([]string{}, builtin.Names...)
+	a2aOut, err := a.newA2AClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, t := range a2aOut.Tools() {
+		reg.Add(t)
+		names = append(names, t.Name())
+	}
+	names = append(names, cfg.Tools...)
+	set, err := reg.Resolve(names)
+	if err != nil {
+		var ute *tools.UnknownToolError
+		if errors.As(err, &ute) {
+			s := cfg.Settings()["AGENT_TOOLS"]
+			where := s.Where
+			if s.Source == config.SourceEnv {
+				where = "environment"
+			}
+			return nil, nil, &config.Error{Var: "AGENT_TOOLS", Where: where, Msg: ute.Error()}
+		}
+		return nil, nil, err
+	}
+	return set, a2aOut, nil
 }
 
 // Info is GET /info.
