@@ -106,6 +106,9 @@ type Finding struct {
 	Remediation string  `json:"remediation"`
 	Remediable  bool    `json:"remediable"`
 	Confidence  float64 `json:"confidence"`
+	// Cluster names the cluster it was found in (the agent's CLUSTER_NAME);
+	// with the key it is the finding's identity in its lifecycle.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // DeriveKey returns the finding's stable key, namespace/kind/name/reason in
@@ -184,6 +187,9 @@ type RunResult struct {
 	// Delegation records a hand-off decided by the run (Noor's chosen
 	// finding), whether or not it could be sent.
 	Delegation *Delegation `json:"delegation,omitempty"`
+	// Lifecycle is what the run's sweep did to the findings' lives (new,
+	// still open since, resolved); nil when the run swept nothing.
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
 }
 
 // Delegation is a decision to hand a finding to another agent.

@@ -208,6 +208,13 @@ func (r *ProblemReport) Verdict() string {
 	return VerdictHealthy
 }
 
+// Complete reports a sweep that covered its whole scope: every List
+// answered (none forbidden, failed or timed out) and the namespace exists.
+// Only such a sweep may say a problem it no longer sees has gone.
+func (r *ProblemReport) Complete() bool {
+	return r.Coverage.Missing == "" && len(r.Coverage.ChecksRun) > 0 && len(r.Coverage.Partial) == 0
+}
+
 // NotChecked says what the sweep could not check and why, grouped by
 // cause ("forbidden for User \"x\": events, pods"); empty when coverage is
 // complete. The coverage block keeps each List's full error.

@@ -133,6 +133,10 @@ func TestReportDecision(t *testing.T) {
 		{pulse.Daily, api.RunResult{Status: "completed", Findings: bad}, false},
 		{pulse.Weekly, api.RunResult{Status: "completed", Findings: bad}, true},
 		{pulse.Weekly, api.RunResult{Status: "completed", Answer: "trend text"}, false},
+		// healthy now, but a finding went away: the report says so
+		{pulse.Continuous, api.RunResult{Status: "completed", Lifecycle: &api.Lifecycle{Complete: true,
+			Changes: []api.LifecycleChange{{Change: api.ChangeResolved, Finding: bad[0]}}}}, true},
+		{pulse.Continuous, api.RunResult{Status: "completed", Lifecycle: &api.Lifecycle{Complete: true}}, false},
 	}
 	for _, c := range cases {
 		if got, why := pulse.ReportDecision(c.c, c.res); got != c.want || why == "" && !got {

@@ -465,6 +465,8 @@ func ReportDecision(c Cadence, res api.RunResult) (post bool, reason string) {
 		return false, "daily tasks are housekeeping and never post"
 	case len(res.Findings) == 0 && res.Status == api.StatusFailed:
 		return false, "the run failed without findings: nothing to post"
+	case len(res.Findings) == 0 && len(res.Lifecycle.Resolved()) > 0:
+		return true, "" // healthy now, and it says what went away
 	case len(res.Findings) == 0:
 		return false, "healthy: nothing to post"
 	}
@@ -483,7 +485,10 @@ func (s *Scheduler) report(ctx context.Context, task Task, res api.RunResult) Re
 	if task.Cadence == Weekly {
 		max = 0 // a weekly list is read in full, split across messages
 	}
-	r := report.Report{Title: report.Title(task.Text, res.Findings), Findings: res.Findings, MaxFindings: max}
+	r := report.Report{Title: report.Title(task.Text, res.Findings), Findings: res.Findings, MaxFindings: max, Lifecycle: res.Lifecycle}
+	if n := len(res.Lifecycle.Resolved()); n > 0 {
+		r.Title += fmt.Sprintf(" — %d resolved", n)
+	}
 	// A report is worth its own few seconds even when the run used up the
 	// pulse timeout.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)

@@ -5,9 +5,11 @@
 package report
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -56,6 +58,10 @@ type Report struct {
 	Notes string
 	// MaxFindings bounds the finding lines (0: all of them).
 	MaxFindings int
+	// Lifecycle, when set, marks each finding new, still open since or
+	// reopened, and lists what the sweep resolved (README.md, "Findings
+	// have a life").
+	Lifecycle *api.Lifecycle
 }
 
 // Rendered is a report as text: what every target posts and what dedupe
@@ -95,12 +101,57 @@ func Render(r Report) Rendered {
 		shown = r.MaxFindings - 1 // the last line says how many more
 	}
 	for _, f := range fs[:shown] {
-		out.Lines = append(out.Lines, FindingLine(f))
+		line := FindingLine(f)
+		if c, ok := r.Lifecycle.Of(f.Key); ok {
+			line += " · " + LifeTag(c)
+		}
+		out.Lines = append(out.Lines, line)
 	}
 	if more := len(fs) - shown; more > 0 {
 		out.Lines = append(out.Lines, fmt.Sprintf("…and %d more", more))
 	}
+	out.Lines = append(out.Lines, resolvedLines(r.Lifecycle.Resolved(), r.MaxFindings)...)
 	out.Lines = append(out.Lines, noteLines(r.Notes)...)
+	return out
+}
+
+// LifeTag says where a finding is in its life: "new", "still open since
+// 2026-12-01 17:13 UTC", "reopened (open since …)" or "resolved".
+func LifeTag(c api.LifecycleChange) string {
+	since := c.FirstSeen.UTC().Format("2006-01-02 15:04 MST")
+	switch c.Change {
+	case api.ChangeNew:
+		return "new"
+	case api.ChangeOpen:
+		return "still open since " + since
+	case api.ChangeReopened:
+		return "reopened (first seen " + since + ")"
+	case api.ChangeResolved:
+		return "resolved (open since " + since + ")"
+	}
+	return safetext.Clean(c.Change, 20)
+}
+
+// resolvedLines are the findings a sweep resolved, one line each ("✅
+// resolved — ns/kind/name — reason (open since …)"), at most max (0: all).
+func resolvedLines(rs []api.LifecycleChange, max int) []string {
+	rs = slices.Clone(rs)
+	slices.SortStableFunc(rs, func(a, b api.LifecycleChange) int {
+		return cmp.Compare(api.SeverityRank(a.Finding.Severity), api.SeverityRank(b.Finding.Severity))
+	})
+	shown := len(rs)
+	if max > 0 && len(rs) > max {
+		shown = max - 1
+	}
+	var out []string
+	for _, c := range rs[:shown] {
+		f := c.Finding
+		obj := strings.Trim(strings.Join([]string{safetext.Clean(f.Namespace, 60), safetext.Clean(f.Kind, 60), safetext.Clean(f.Name, 60)}, "/"), "/")
+		out = append(out, fmt.Sprintf("✅ resolved — %s — %s · %s", obj, safetext.Clean(f.Reason, maxReason), LifeTag(c)))
+	}
+	if more := len(rs) - shown; more > 0 {
+		out = append(out, fmt.Sprintf("✅ …and %d more resolved", more))
+	}
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
@@ -66,6 +67,9 @@ func TestRenderGolden(t *testing.T) {
 			Notes:    "1 problem, delegated to k8s-engineer.\n\n\n| Workload | Restarts | Limit |\n|---|---:|---|\n| shop/api | 14 | 256Mi |\n| shop/cart | 2 | 128Mi |\n\nNot checked: node conditions.\n\x1b[31mred\x1b[0m",
 		}},
 		{"notes_only.golden", Report{Title: "Trend review", Notes: "Recurring all week: shop/api OOMKilled (5 days).\nDelegated and back: none."}},
+		{"lifecycle.golden", lifecycleReport()},
+		{"lifecycle_resolved_only.golden", Report{Title: "Health sweep — 1 resolved", Lifecycle: &api.Lifecycle{Cluster: "prod-eu", Complete: true,
+			Changes: lifecycleReport().Lifecycle.Resolved()}, MaxFindings: SweepLines}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,6 +81,27 @@ func TestRenderGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lifecycleReport is a sweep where one finding is new, one still open
+// since yesterday, one back again, and one went away.
+func lifecycleReport() Report {
+	fs := sweepFindings()[:4]
+	for i := range fs {
+		fs[i].Key = fs[i].DeriveKey()
+	}
+	day := time.Date(2026, 11, 30, 7, 5, 0, 0, time.UTC)
+	resolvedAt := day.Add(24 * time.Hour)
+	gone := f("high", "web", "Deployment", "frontend", "Unhealthy", "readiness probe failed: 503", "")
+	gone.Key = gone.DeriveKey()
+	l := &api.Lifecycle{Cluster: "prod-eu", Complete: true, Changes: []api.LifecycleChange{
+		{Change: api.ChangeOpen, Finding: fs[0], FirstSeen: day},
+		{Change: api.ChangeNew, Finding: fs[1], FirstSeen: resolvedAt},
+		{Change: api.ChangeNew, Finding: fs[2], FirstSeen: resolvedAt},
+		{Change: api.ChangeReopened, Finding: fs[3], FirstSeen: day.Add(-48 * time.Hour)},
+		{Change: api.ChangeResolved, Finding: gone, FirstSeen: day, ResolvedAt: &resolvedAt},
+	}}
+	return Report{Title: Title("Health sweep and delegation.", fs) + " — 1 resolved", Findings: fs, MaxFindings: SweepLines, Lifecycle: l}
 }
 
 func TestRenderSortsBySeverityInCode(t *testing.T) {

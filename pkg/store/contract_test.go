@@ -61,6 +61,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		{"bad keys and rejected alerts", contractBadKeys},
 		{"retention", contractPrune},
 		{"actions", contractActions},
+		{"finding lifecycle", contractLifecycle},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -453,8 +454,11 @@ func contractDeliveries(t *testing.T, s fullStore, c *clock) {
 	mustNil(t, s.StampDelivery(ctx, DeliveryStamp{Agent: "noor", Task: "sweep", Target: "discord", BodyHash: "h1"}))
 	c.Advance(time.Minute)
 	mustNil(t, s.StampDelivery(ctx, DeliveryStamp{Agent: "noor", Task: "sweep", Target: "discord", BodyHash: "h2"}))
-	mustNil(t, s.StampDelivery(ctx, DeliveryStamp{Agent: "noor", Task: "sweep", Target: "slack", BodyHash: "h3"}))
+	mustNil(t, s.StampDelivery(ctx, DeliveryStamp{Agent: "noor", Task: "sweep", Target: "slack", BodyHash: "h3", Thread: "1234567890"}))
 	mustIs(t, s.StampDelivery(ctx, DeliveryStamp{Agent: "noor", Task: "sweep"}), ErrInvalid)
+	if got, err := s.LastDelivery(ctx, "noor", "sweep", "slack"); err != nil || got.Thread != "1234567890" {
+		t.Fatalf("LastDelivery(slack) = %+v, %v; want the thread kept", got, err)
+	}
 	got, err := s.LastDelivery(ctx, "noor", "sweep", "discord")
 	mustNil(t, err)
 	want := DeliveryStamp{Agent: "noor", Task: "sweep", Target: "discord", BodyHash: "h2", At: utc(c.Now())}

@@ -151,9 +151,9 @@ func (p *Postgres) importSnapshot(ctx context.Context, s snapshot) error {
 			bytesArg(e.Data), e.Outcome, e.Error, e.CallerRunID, e.CalleeRunID, e.Answer, e.At, e.FinishedAt)
 	}
 	for _, st := range s.stamps {
-		b.Queue(`INSERT INTO delivery_stamps (agent, task, target, body_hash, at) VALUES ($1,$2,$3,$4,$5)
-			ON CONFLICT (agent, task, target) DO UPDATE SET body_hash=EXCLUDED.body_hash, at=EXCLUDED.at
-			WHERE delivery_stamps.at <= EXCLUDED.at`, st.Agent, st.Task, st.Target, st.BodyHash, st.At)
+		b.Queue(`INSERT INTO delivery_stamps (agent, task, target, body_hash, at, thread) VALUES ($1,$2,$3,$4,$5,$6)
+			ON CONFLICT (agent, task, target) DO UPDATE SET body_hash=EXCLUDED.body_hash, at=EXCLUDED.at, thread=EXCLUDED.thread
+			WHERE delivery_stamps.at <= EXCLUDED.at`, st.Agent, st.Task, st.Target, st.BodyHash, st.At, st.Thread)
 	}
 	for _, r := range s.actions {
 		b.Queue(`INSERT INTO actions (`+actionCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) ON CONFLICT (id) DO NOTHING`,

@@ -34,6 +34,8 @@ type Memory struct {
 
 	actionsState ActionsState
 	actions      []ActionRecord
+
+	lives map[lifeKey]FindingState // the findings' lifecycle
 }
 
 type agentKey struct{ agent, key string }

@@ -186,8 +186,8 @@ func (p *Postgres) ListA2A(ctx context.Context, agent string, pg Page) ([]A2AEnt
 // LastDelivery returns the stamp of (agent, task, target) or ErrNotFound.
 func (p *Postgres) LastDelivery(ctx context.Context, agent, task, target string) (DeliveryStamp, error) {
 	var s DeliveryStamp
-	err := p.pool.QueryRow(ctx, `SELECT agent, task, target, body_hash, at FROM delivery_stamps WHERE agent=$1 AND task=$2 AND target=$3`,
-		agent, task, target).Scan(&s.Agent, &s.Task, &s.Target, &s.BodyHash, &s.At)
+	err := p.pool.QueryRow(ctx, `SELECT agent, task, target, body_hash, at, thread FROM delivery_stamps WHERE agent=$1 AND task=$2 AND target=$3`,
+		agent, task, target).Scan(&s.Agent, &s.Task, &s.Target, &s.BodyHash, &s.At, &s.Thread)
 	s.At = ts(s.At)
 	return s, pgErr(fmt.Sprintf("delivery %s/%s/%s", agent, task, target), err)
 }
@@ -202,11 +202,11 @@ func (p *Postgres) StampDelivery(ctx context.Context, s DeliveryStamp) error {
 }
 
 func (p *Postgres) upsertStamp(ctx context.Context, s DeliveryStamp, onlyNewer bool) error {
-	q := `INSERT INTO delivery_stamps (agent, task, target, body_hash, at) VALUES ($1,$2,$3,$4,$5)
-		ON CONFLICT (agent, task, target) DO UPDATE SET body_hash=EXCLUDED.body_hash, at=EXCLUDED.at`
+	q := `INSERT INTO delivery_stamps (agent, task, target, body_hash, at, thread) VALUES ($1,$2,$3,$4,$5,$6)
+		ON CONFLICT (agent, task, target) DO UPDATE SET body_hash=EXCLUDED.body_hash, at=EXCLUDED.at, thread=EXCLUDED.thread`
 	if onlyNewer {
 		q += ` WHERE delivery_stamps.at <= EXCLUDED.at`
 	}
-	_, err := p.pool.Exec(ctx, q, s.Agent, s.Task, s.Target, s.BodyHash, s.At)
+	_, err := p.pool.Exec(ctx, q, s.Agent, s.Task, s.Target, s.BodyHash, s.At, s.Thread)
 	return pgErr("delivery stamp", err)
 }

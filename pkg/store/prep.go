@@ -141,7 +141,7 @@ func prepStamp(s DeliveryStamp, now func() time.Time) (DeliveryStamp, error) {
 		s.At = now()
 	}
 	s.At = ts(s.At)
-	s.BodyHash = clean(s.BodyHash)
+	s.BodyHash, s.Thread = clean(s.BodyHash), clean(s.Thread)
 	return s, nil
 }
 

@@ -32,6 +32,7 @@ func cleanFinding(f api.Finding) api.Finding {
 	f.Key, f.Severity, f.Kind = clean(f.Key), clean(f.Severity), clean(f.Kind)
 	f.Namespace, f.Name, f.Container = clean(f.Namespace), clean(f.Name), clean(f.Container)
 	f.Reason, f.Detail, f.Remediation = clean(f.Reason), clean(f.Detail), clean(f.Remediation)
+	f.Cluster = clean(f.Cluster)
 	return f
 }
 

@@ -170,6 +170,9 @@ type DeliveryStamp struct {
 	Target   string
 	BodyHash string
 	At       time.Time
+	// Thread is the chat's thread or message the post opened (a Discord
+	// thread id), where a follow-up goes; "" when the chat has none.
+	Thread string
 }
 
 // Deliveries stores delivery stamps for report dedupe.
@@ -189,6 +192,7 @@ type AgentStore interface {
 	// Pruner applies RETENTION to the agent's records (AgentData).
 	Pruner
 	Actions
+	Lifecycle
 	// Kind is "memory" or "postgres" (what /info and /ready report).
 	Kind() string
 	Ping(ctx context.Context) error

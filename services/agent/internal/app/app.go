@@ -139,7 +139,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	eng, err := engine.New(engine.Options{
 		Agent: p.Info, Persona: loadPersona, Tools: set, Model: model, ModelName: modelName,
 		Playbook: code.Playbook(), Backstop: code.Backstop(), Delegator: a2aOut,
-		Store: st, Now: o.Now, MaxIterations: cfg.MaxIterations,
+		Store: st, Cluster: cfg.ClusterName, Now: o.Now, MaxIterations: cfg.MaxIterations,
 		Temperature: float32(cfg.Temperature), ToolOutputMax: cfg.ToolOutputMaxChars,
 		MemoryMax: cfg.MemoryMaxChars, SynthesisTimeout: cfg.SynthesisTimeout,
 		RunTimeout: cfg.RunTimeout, Metrics: metrics, Log: log.Named("engine"),

@@ -78,6 +78,7 @@ type Values struct {
 	PulseInterval      time.Duration // PULSE_INTERVAL
 	PulseTimeout       time.Duration // PULSE_TIMEOUT
 	Namespace          string        // AGENT_NAMESPACE
+	ClusterName        string        // CLUSTER_NAME
 	PodName            string        // POD_NAME
 	PeerURLTemplate    string        // PEER_URL_TEMPLATE
 	PeerList           []string      // AGENT_PEERS
@@ -145,6 +146,7 @@ var specs = []spec{
 	{"PULSE_INTERVAL", "45m", kDuration, "sleep between pulse ticks", func(v *Values) any { return &v.PulseInterval }},
 	{"PULSE_TIMEOUT", "", kDuration, "bound of one pulse run (default: half of PULSE_INTERVAL, at most RUN_TIMEOUT)", func(v *Values) any { return &v.PulseTimeout }},
 	{"AGENT_NAMESPACE", "kubecrew", kString, "namespace of the fleet (peer URLs)", func(v *Values) any { return &v.Namespace }},
+	{"CLUSTER_NAME", "default", kString, "the cluster's name in findings: with a finding's key it is its identity (new, still open, resolved)", func(v *Values) any { return &v.ClusterName }},
 	{"POD_NAME", "", kString, "this pod's name (downward API); in a cluster the pulse leader is then chosen by the Lease kubecrew-pulse-<slug>", func(v *Values) any { return &v.PodName }},
 	{"PEER_URL_TEMPLATE", "http://agent-{slug}.{namespace}.svc:8000", kString, "peer URL template", func(v *Values) any { return &v.PeerURLTemplate }},
 	{"AGENT_PEERS", "", kList, "static peers slug=url,… (wins over the template)", func(v *Values) any { return &v.PeerList }},

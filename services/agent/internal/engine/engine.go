@@ -64,8 +64,11 @@ type Options struct {
 	Delegator Delegator
 
 	Store store.AgentStore
-	Now   func() time.Time
-	NewID func() string
+	// Cluster names the cluster in findings (CLUSTER_NAME): with a
+	// finding's key, its identity in the lifecycle.
+	Cluster string
+	Now     func() time.Time
+	NewID   func() string
 
 	MaxIterations    int
 	Temperature      float32
@@ -114,6 +117,9 @@ func New(o Options) (*Engine, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Cluster == "" {
+		o.Cluster = "default" // CLUSTER_NAME's default
 	}
 	if o.NewID == nil {
 		o.NewID = func() string { return uuid.NewString() }
@@ -408,9 +414,15 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	if res.Findings == nil {
 		res.Findings = []api.Finding{}
 	}
+	for i := range res.Findings {
+		if res.Findings[i].Cluster == "" {
+			res.Findings[i].Cluster = e.opts.Cluster
+		}
+	}
 	if o.err != nil {
 		res.Error = o.err.Error()
 	}
+	res.Lifecycle = e.observe(bg, r, finished)
 	if len(findings) > 0 {
 		if err := e.opts.Store.RecordFindings(bg, r.ID, e.opts.Agent.Slug, finished, findings); err != nil {
 			r.log.Warn("findings not recorded", zap.Error(err))

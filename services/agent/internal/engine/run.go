@@ -40,6 +40,7 @@ type Run struct {
 	delegation *api.Delegation
 	calls      map[string]int // tool name → calls made
 	result     api.RunResult
+	sweep      *Sweep
 }
 
 type runKey struct{}
@@ -87,6 +88,10 @@ func (r *Run) SetAnswer(s string) { r.mu.Lock(); r.answer = s; r.mu.Unlock() }
 
 // SetVerdict sets the run's verdict (playbooks).
 func (r *Run) SetVerdict(s string) { r.mu.Lock(); r.verdict = s; r.mu.Unlock() }
+
+// Observe records what the run's sweep saw, for the findings' lifecycle:
+// applied when the run ends (the last sweep of a run wins).
+func (r *Run) Observe(s Sweep) { r.mu.Lock(); r.sweep = &s; r.mu.Unlock() }
 
 // SetDelegation records a hand-off decision and its outcome.
 func (r *Run) SetDelegation(d api.Delegation) { r.mu.Lock(); r.delegation = &d; r.mu.Unlock() }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
+	"github.com/kubecrew/kubecrew/pkg/lifecycle"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
@@ -42,6 +43,7 @@ type Deps struct {
 	Auth     httpauth.Tokens
 	Gatherer prometheus.Gatherer
 	Log      *zap.Logger
+	Now      func() time.Time // nil: time.Now
 }
 
 // Server is the agent's HTTP handler.
@@ -79,8 +81,16 @@ func New(d Deps) *Server {
 	s.r.Get("/runs/{id}", s.getRun)
 	s.r.Get("/runs/{id}/trace", s.getTrace)
 	s.r.Get("/runs/{id}/report", s.getReport)
+	s.r.With(api.AllowQuery(lifecycle.QueryParams...)).Get("/findings/lifecycle", s.findingLives)
 	s.actionRoutes()
 	return s
+}
+
+func (s *Server) now() time.Time {
+	if s.d.Now != nil {
+		return s.d.Now()
+	}
+	return time.Now()
 }
 
 // ServeHTTP implements http.Handler.

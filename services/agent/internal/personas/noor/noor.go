@@ -84,6 +84,9 @@ func (n *Noor) sweep(ctx context.Context, r *engine.Run, deterministic bool) err
 		return fmt.Errorf("cluster_problems: %w", err)
 	}
 	fs := kube.ProblemsToFindings(rep)
+	// The lifecycle sees the sweep's problems, in both modes, never the
+	// alerted object's own status line (a recovered object is no problem).
+	r.Observe(engine.Sweep{Namespace: opts.Namespace, Complete: rep.Complete(), Findings: fs})
 	if f, ok := focusFinding(rep.Focus); ok {
 		fs = append(fs, f)
 	}
