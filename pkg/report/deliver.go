@@ -29,6 +29,8 @@ type Outcome struct {
 	Status   string `json:"status"`
 	Messages int    `json:"messages,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Thread is the thread the post went to or started ("" for none).
+	Thread string `json:"thread,omitempty"`
 }
 
 // Delivered reports whether the target has the report now.
@@ -134,6 +136,10 @@ type DeliverOptions struct {
 	// (same hash, new time), so the pulse after a post_report call that
 	// found nothing new knows the run handled the report.
 	TouchDuplicate bool
+	// Thread is the thread the report belongs to (Message.Thread); when
+	// ThreadOf is set it gives each target's own thread id instead.
+	Thread   string
+	ThreadOf func(target string) string
 }
 
 // Decision is the pure dedupe decision for one target.
@@ -173,8 +179,11 @@ func (d *Deliverer) Deliver(ctx context.Context, task string, r Report, o Delive
 		return out
 	}
 	hash := rendered.Hash()
-	msg := Message{Sender: d.sender, Task: task, Rendered: rendered}
 	for _, t := range d.targets {
+		msg := Message{Sender: d.sender, Task: task, Rendered: rendered, Thread: o.Thread}
+		if o.ThreadOf != nil {
+			msg.Thread = o.ThreadOf(t.Name())
+		}
 		oc := d.deliverOne(ctx, t, msg, hash, o)
 		d.metrics.deliveries.WithLabelValues(t.Name(), oc.Status).Inc()
 		out = append(out, oc)
@@ -204,8 +213,18 @@ func (d *Deliverer) deliverOne(ctx context.Context, t Target, msg Message, hash 
 		log.Debug("the run already posted this task's report")
 		return Outcome{Target: t.Name(), Status: StatusPosted}
 	}
-	sent, err := t.Send(ctx, msg)
-	oc := Outcome{Target: t.Name(), Messages: sent, Status: StatusDelivered}
+	var sent int
+	thread := msg.Thread
+	if tt, ok := t.(ThreadTarget); ok {
+		var started string
+		sent, started, err = tt.SendThread(ctx, msg)
+		if started != "" {
+			thread = started
+		}
+	} else {
+		sent, err = t.Send(ctx, msg)
+	}
+	oc := Outcome{Target: t.Name(), Messages: sent, Status: StatusDelivered, Thread: thread}
 	if err != nil {
 		oc.Error = err.Error()
 		oc.Status = StatusFailed
@@ -215,7 +234,7 @@ func (d *Deliverer) deliverOne(ctx context.Context, t Target, msg Message, hash 
 		log.Warn("report delivery failed", zap.String("status", oc.Status), zap.Int("messages_sent", sent), zap.String("error", oc.Error))
 	}
 	if sent > 0 {
-		stamp := store.DeliveryStamp{Agent: d.sender.Agent, Task: msg.Task, Target: t.Name(), BodyHash: hash, At: d.now()}
+		stamp := store.DeliveryStamp{Agent: d.sender.Agent, Task: msg.Task, Target: t.Name(), BodyHash: hash, At: d.now(), Thread: thread}
 		if err := d.stamps.StampDelivery(context.WithoutCancel(ctx), stamp); err != nil {
 			log.Warn("report delivered but the dedupe stamp was not saved; the next identical report will post again", zap.Error(err))
 		}

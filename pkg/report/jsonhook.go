@@ -39,6 +39,9 @@ type JSONReport struct {
 	Lines    []string      `json:"lines"`
 	Findings []api.Finding `json:"findings"`
 	BodyHash string        `json:"body_hash"`
+	// Thread groups a report and its follow-ups (an investigation and
+	// its alert's resolution); "" when the report starts none.
+	Thread string `json:"thread,omitempty"`
 }
 
 // Send posts the whole report as one document.
@@ -49,7 +52,7 @@ func (j *JSONWebhook) Send(ctx context.Context, m Message) (int, error) {
 	}
 	doc := JSONReport{
 		Agent: m.Sender.Agent, Username: m.Sender.Name, Color: m.Sender.Hex(), Task: m.Task,
-		Title: m.Title, Text: m.Body(), Lines: m.Lines, Findings: fs, BodyHash: m.Hash(),
+		Title: m.Title, Text: m.Body(), Lines: m.Lines, Findings: fs, BodyHash: m.Hash(), Thread: m.Thread,
 	}
 	if err := j.w.post(ctx, doc); err != nil {
 		return 0, err

@@ -74,7 +74,20 @@ type Message struct {
 	Sender Sender
 	// Task is the dedupe key of what produced it (a pulse task key).
 	Task string
+	// Thread is the thread the message belongs to: where the chat has
+	// threads, the id a ThreadTarget answered for the first post (a
+	// follow-up goes there); for the generic webhook the key receivers
+	// group by. "" starts no thread.
+	Thread string
 	Rendered
+}
+
+// ThreadTarget is a target whose chat has threads: SendThread posts m into
+// m.Thread, or starts a thread named after m.Title when m.Thread is "",
+// and returns the thread's id ("" when it started none).
+type ThreadTarget interface {
+	Target
+	SendThread(ctx context.Context, m Message) (sent int, thread string, err error)
 }
 
 // Target is one place reports go. Send posts m, possibly as several
@@ -125,12 +138,26 @@ func (e *DeliveryError) Error() string {
 }
 
 // post sends v as JSON; any 2xx is success.
-func (w webhook) post(ctx context.Context, v any) error {
+func (w webhook) post(ctx context.Context, v any) error { return w.postQuery(ctx, nil, v, nil) }
+
+// postQuery sends v as JSON with query parameters added to the URL and,
+// when out is set, decodes the answer into it.
+func (w webhook) postQuery(ctx context.Context, query url.Values, v any, out any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("%s payload: %w", w.target, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	target := w.url
+	if len(query) > 0 {
+		u, _ := url.Parse(w.url) // parsed at construction
+		q := u.Query()
+		for k, vs := range query {
+			q[k] = vs
+		}
+		u.RawQuery = q.Encode()
+		target = u.String()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return &DeliveryError{Target: w.target, Host: w.host, Msg: "building the request failed"}
 	}
@@ -141,10 +168,15 @@ func (w webhook) post(ctx context.Context, v any) error {
 		return &DeliveryError{Target: w.target, Host: w.host, Msg: transportMessage(err)}
 	}
 	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16)) // let the connection be reused
 	if resp.StatusCode/100 != 2 {
-		return &DeliveryError{Target: w.target, Host: w.host, Status: resp.StatusCode, Msg: safetext.Clean(string(snippet), 200)}
+		return &DeliveryError{Target: w.target, Host: w.host, Status: resp.StatusCode, Msg: safetext.Clean(string(answer[:min(len(answer), 300)]), 200)}
+	}
+	if out != nil && len(answer) > 0 {
+		// The post went through; an answer we cannot read only loses the
+		// thread id (a follow-up then starts a new message).
+		_ = json.Unmarshal(answer, out)
 	}
 	return nil
 }

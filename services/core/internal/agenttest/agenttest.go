@@ -31,6 +31,12 @@ type Agent struct {
 	actions   api.ActionsSwitch
 	proposals []api.ActionView
 	noActions bool
+	// views are GET /runs/{id} answers (SetRun)
+	views map[string]any
+	// lives answer GET /findings/lifecycle (SetLives); livesQuery is the
+	// last query it got
+	lives      []api.FindingStateView
+	livesQuery string
 }
 
 // Call is one POST /run the agent received.
@@ -105,6 +111,26 @@ func New(t interface {
 		defer a.mu.Unlock()
 		writeJSON(w, 200, map[string]any{"items": a.proposals})
 	})
+	mux.HandleFunc("GET /findings/lifecycle", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.livesQuery = r.URL.RawQuery
+		if a.lives == nil {
+			http.NotFound(w, r)
+			return
+		}
+		writeJSON(w, 200, map[string]any{"items": a.lives})
+	})
+	mux.HandleFunc("GET /runs/{id}", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		v, ok := a.views[r.PathValue("id")]
+		if !ok {
+			writeJSON(w, 404, api.ErrorBody{Error: "no run " + r.PathValue("id")})
+			return
+		}
+		writeJSON(w, 200, v)
+	})
 	a.Server = httptest.NewServer(mux)
 	t.Cleanup(a.Server.Close)
 	return a
@@ -127,6 +153,32 @@ func (a *Agent) Reply(f func(req api.RunRequest) (int, any)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.reply = f
+}
+
+// SetRun sets the answer of GET /runs/{id} (a run view: the result, task
+// and trace).
+func (a *Agent) SetRun(id string, view any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.views == nil {
+		a.views = map[string]any{}
+	}
+	a.views[id] = view
+}
+
+// SetLives sets what GET /findings/lifecycle lists (nil: 404, an agent
+// without the route).
+func (a *Agent) SetLives(items []api.FindingStateView) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lives = items
+}
+
+// LivesQuery is the query of the last GET /findings/lifecycle.
+func (a *Agent) LivesQuery() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.livesQuery
 }
 
 // SetA2A sets the A2A log entries; nil entries with missing=true answers 404.

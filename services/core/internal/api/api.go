@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/lifecycle"
 	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
@@ -89,6 +90,7 @@ func Routes(r chi.Router, d Deps) {
 	r.With(none).Get("/api/v1/investigations/{id}", s.investigation)
 	r.With(none).Get("/api/v1/investigations/{id}/report", s.investigationReport)
 	r.With(kapi.AllowQuery(append([]string{"limit", "cursor"}, findingFilters...)...)).Get("/api/v1/findings", s.findings)
+	r.With(kapi.AllowQuery(lifecycle.QueryParams...)).Get("/api/v1/findings/lifecycle", s.findingLives)
 	r.With(paged).Get("/api/v1/audit", s.audit)
 	if d.ActionsStore != nil && d.ActionsAgents != nil {
 		r.With(none).Get("/api/v1/actions", s.getActions)

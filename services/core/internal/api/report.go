@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,18 +9,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tracereport"
+	"github.com/kubecrew/kubecrew/services/core/internal/chain"
 )
 
 // RunReader reads an agent's run with its trace (*dispatch.Client).
-type RunReader interface {
-	GetRun(ctx context.Context, slug, runID string) (json.RawMessage, error)
-}
-
-// maxChainRuns bounds how many runs one investigation report follows.
-const maxChainRuns = 12
+type RunReader = chain.RunReader
 
 // investigationReport is GET /api/v1/investigations/{id}/report: the
 // investigation and the chain of runs it caused across agents — the triage
@@ -64,37 +58,5 @@ func (s *server) investigationReport(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) followChain(ctx context.Context, reader RunReader, first tracereport.Link) []tracereport.Run {
-	queue := []tracereport.Link{first}
-	seen := map[tracereport.Link]bool{first: true}
-	var runs []tracereport.Run
-	for len(queue) > 0 && len(runs) < maxChainRuns {
-		l := queue[0]
-		queue = queue[1:]
-		name := l.Agent
-		if info, ok := s.Resolve(l.Agent); ok {
-			name = info
-		}
-		cctx, cancel := context.WithTimeout(ctx, s.PeerTimeout)
-		raw, err := reader.GetRun(cctx, name, l.RunID)
-		cancel()
-		run := tracereport.Run{AgentName: name, RunResult: kapi.RunResult{RunID: l.RunID, Agent: name}}
-		var ar kapi.RunView // an agent's GET /runs/{id}
-		switch {
-		case err != nil:
-			run.FetchError = err.Error()
-		case json.Unmarshal(raw, &ar) != nil:
-			run.FetchError = "the agent's answer is not a run"
-		default:
-			run = tracereport.Run{RunResult: ar.RunResult, AgentName: name, Task: ar.Task, Caller: ar.Caller,
-				SocialDepth: ar.SocialDepth, Trace: ar.Trace}
-		}
-		runs = append(runs, run)
-		for _, next := range tracereport.Links(run) {
-			if !seen[next] {
-				seen[next] = true
-				queue = append(queue, next)
-			}
-		}
-	}
-	return runs
+	return chain.Follower{Reader: reader, Resolve: s.Resolve, Timeout: s.PeerTimeout}.Follow(ctx, first)
 }

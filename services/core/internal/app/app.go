@@ -30,6 +30,7 @@ import (
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
 	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
 	"github.com/kubecrew/kubecrew/services/core/internal/metrics"
+	"github.com/kubecrew/kubecrew/services/core/internal/notify"
 	"github.com/kubecrew/kubecrew/services/core/internal/pipeline"
 	"github.com/kubecrew/kubecrew/services/core/internal/route"
 	"github.com/kubecrew/kubecrew/services/core/internal/webhook"
@@ -50,6 +51,10 @@ type Deps struct {
 	// MaintainEvery is the period of the background upkeep (reclaiming
 	// lost investigations, offering free slots to queued alerts). 0: 30s.
 	MaintainEvery time.Duration
+	// NotifyRetry and NotifyPoll shorten the chat posts' retry waits and
+	// chain polling (tests); nil/0: the notifier's defaults.
+	NotifyRetry []time.Duration
+	NotifyPoll  time.Duration
 }
 
 // App is one core process.
@@ -61,6 +66,7 @@ type App struct {
 	client   *dispatch.Client
 	pipe     *pipeline.Pipeline
 	disp     *dispatch.Dispatcher
+	notifier *notify.Notifier
 	handler  http.Handler
 	srv      *http.Server
 	ln       net.Listener
@@ -122,14 +128,18 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 	a := &App{cfg: cfg, d: d, routes: routes, metrics: metrics.New(d.Registerer)}
 	a.metrics.InitAgents(routes.Agents())
 	a.client = dispatch.NewClient(cfg.Peers, cfg.AuthToken, d.HTTPClient)
+	var err error
+	if a.notifier, err = a.newNotifier(); err != nil {
+		return nil, err
+	}
 	bg, stop := context.WithCancel(context.Background())
 	a.stop = stop
 	a.disp = dispatch.New(a.client, d.Store, dispatch.Options{
-		Timeout: cfg.CallTimeout, Now: d.Now, Log: d.Log, Metrics: a.metrics,
+		Timeout: cfg.CallTimeout, Now: d.Now, Log: d.Log, Metrics: a.metrics, Notifier: a.notifier,
 	})
 	a.pipe = pipeline.New(pipeline.Options{
 		Store: d.Store, Routes: routes, Starter: a.disp, Now: d.Now, NewID: d.NewID, Log: d.Log, Metrics: a.metrics,
-		StaleAfter: a.staleAfter(), Background: bg,
+		StaleAfter: a.staleAfter(), Background: bg, Resolved: a.notifier,
 	})
 	a.handler = a.router()
 	// Before serving: reclaim what a previous process left running and
@@ -284,13 +294,17 @@ func (a *App) Shutdown(ctx context.Context) error {
 	if err := a.disp.Close(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	if err := a.notifier.Close(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	a.stop()
 	a.bg.Wait()
 	return errors.Join(errs...)
 }
 
-// WaitIdle blocks until no investigation runs (tests).
-func (a *App) WaitIdle() { a.disp.Wait() }
+// WaitIdle blocks until no investigation runs and no chat post is in
+// flight (tests).
+func (a *App) WaitIdle() { a.disp.Wait(); a.notifier.Wait() }
 
 // Pipeline exposes the alert pipeline (tests and benchmarks).
 func (a *App) Pipeline() *pipeline.Pipeline { return a.pipe }

@@ -57,6 +57,8 @@ type coreOpts struct {
 	peers map[string]string
 	// quiet: no logs (storms and benchmarks).
 	quiet bool
+	// notifyRetry shortens the chat posts' retry waits.
+	notifyRetry []time.Duration
 }
 
 type testCore struct {
@@ -98,7 +100,8 @@ func newCore(t testing.TB, o coreOpts) *testCore {
 	if o.quiet {
 		log = zap.NewNop()
 	}
-	core, err := app.New(cfg, nil, app.Deps{Store: st, Log: log, Now: now, NewID: o.ids, MaintainEvery: time.Hour})
+	core, err := app.New(cfg, nil, app.Deps{Store: st, Log: log, Now: now, NewID: o.ids, MaintainEvery: time.Hour,
+		NotifyRetry: o.notifyRetry, NotifyPoll: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ const (
 	DefaultNamespace       = "kubecrew"
 	DefaultCallTimeout     = 600 * time.Second
 	DefaultCooldown        = 30 * time.Minute
+	DefaultNotifySettle    = 2 * time.Minute
 	// ModelCallCeiling is the floor of one model call through the gateway:
 	// a caller that hangs up sooner throws away finished work.
 	ModelCallCeiling = 400 * time.Second
@@ -56,6 +57,15 @@ type Config struct {
 	// ReadyRequire lists the dependencies /ready requires (READY_REQUIRE:
 	// store, or none).
 	ReadyRequire map[string]bool
+	// Chat webhooks the investigations are posted to (README.md, "The
+	// core tells people"), how long a post waits for the chain to settle,
+	// and the core's public URL for links.
+	DiscordWebhookURL string
+	DiscordForum      bool
+	SlackWebhookURL   string
+	ReportWebhookURL  string
+	NotifySettle      time.Duration
+	PublicURL         string
 
 	// Settings are the effective values for /info, secrets redacted.
 	Settings map[string]Setting
@@ -79,6 +89,11 @@ func Load(getenv func(string) string) (Config, error) {
 		Namespace:       or(getenv("AGENT_NAMESPACE"), DefaultNamespace),
 		AuthToken:       strings.TrimSpace(getenv("AUTH_TOKEN")),
 		AuthReadToken:   strings.TrimSpace(getenv("AUTH_READ_TOKEN")),
+
+		DiscordWebhookURL: strings.TrimSpace(getenv("DISCORD_WEBHOOK_URL")),
+		SlackWebhookURL:   strings.TrimSpace(getenv("SLACK_WEBHOOK_URL")),
+		ReportWebhookURL:  strings.TrimSpace(getenv("REPORT_WEBHOOK_URL")),
+		PublicURL:         strings.TrimRight(strings.TrimSpace(getenv("CORE_PUBLIC_URL")), "/"),
 	}
 	var err error
 	if c.CallTimeout, err = duration(getenv, "AGENT_CALL_TIMEOUT", DefaultCallTimeout); err != nil {
@@ -86,6 +101,19 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Cooldown, err = duration(getenv, "ALERT_COOLDOWN", DefaultCooldown); err != nil {
 		return Config{}, err
+	}
+	if v := strings.TrimSpace(getenv("DISCORD_FORUM")); v != "" {
+		if c.DiscordForum, err = strconv.ParseBool(v); err != nil {
+			return Config{}, fmt.Errorf("DISCORD_FORUM: %q is not true or false", v)
+		}
+	}
+	if c.NotifySettle, err = duration(getenv, "NOTIFY_SETTLE", DefaultNotifySettle); err != nil {
+		return Config{}, err
+	}
+	if c.PublicURL != "" {
+		if err := checkURL(c.PublicURL); err != nil {
+			return Config{}, fmt.Errorf("CORE_PUBLIC_URL: %w", err)
+		}
 	}
 	if c.Retention, err = store.ParseRetention(getenv("RETENTION")); err != nil {
 		return Config{}, err

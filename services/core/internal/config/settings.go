@@ -25,14 +25,21 @@ var Specs = []settings.Spec{
 	{Name: "LOG_LEVEL", Default: "info", Help: "debug|info|warn|error"},
 	{Name: "CORE_REPLICAS", Default: "1", Help: "core processes sharing DATABASE_URL; above 1 an unusable database makes /ready fail"},
 	{Name: "READY_REQUIRE", Default: DepStore, Help: "dependencies /ready requires: store, or none"},
+	{Name: "DISCORD_WEBHOOK_URL", Help: "Discord webhook: each finished investigation is posted once (routes' notify chooses the chats)"},
+	{Name: "DISCORD_FORUM", Default: "false", Help: "true when DISCORD_WEBHOOK_URL is a forum channel's: each investigation opens a thread, its resolution follows up in it"},
+	{Name: "SLACK_WEBHOOK_URL", Help: "Slack incoming webhook for investigation posts"},
+	{Name: "REPORT_WEBHOOK_URL", Help: "generic JSON webhook for investigation posts (carries a thread key for follow-ups)"},
+	{Name: "NOTIFY_SETTLE", Default: DefaultNotifySettle.String(), Help: "how long a post waits for the investigation's chain (the PR, the review) to finish"},
+	{Name: "CORE_PUBLIC_URL", Help: "the core's URL as people reach it; posts then link the investigation's report"},
 }
 
 // secrets are shown redacted by /info.
-var secrets = map[string]bool{"DATABASE_URL": true, "AUTH_TOKEN": true, "AUTH_READ_TOKEN": true}
+var secrets = map[string]bool{"DATABASE_URL": true, "AUTH_TOKEN": true, "AUTH_READ_TOKEN": true,
+	"DISCORD_WEBHOOK_URL": true, "SLACK_WEBHOOK_URL": true, "REPORT_WEBHOOK_URL": true}
 
 // Prefixes are those of the core's settings distinctive enough that an
 // unknown variable carrying one is a typo worth a warning.
-var Prefixes = []string{"ALERT_", "CORE_", "ROUTES_", "AGENT_", "AUTH_", "PEER_", "READY_"}
+var Prefixes = []string{"ALERT_", "CORE_", "ROUTES_", "AGENT_", "AUTH_", "PEER_", "READY_", "NOTIFY_"}
 
 // agentSettings are the agents' settings with the core's prefixes: an
 // environment file given to both binaries carries them.

@@ -127,6 +127,26 @@ func (c *Client) A2ALog(ctx context.Context, slug string, limit int) ([]json.Raw
 	return nil, fmt.Errorf("agent %s: /a2a/log holds no entries list", slug)
 }
 
+// FindingLives reads the agent's GET /findings/lifecycle with query (the
+// findings' lives its sweeps observed); ErrNotSupported when it has none.
+func (c *Client) FindingLives(ctx context.Context, slug string, query url.Values) ([]api.FindingStateView, error) {
+	raw, err := c.do(ctx, http.MethodGet, slug, "/findings/lifecycle?"+query.Encode(), nil)
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) && se.Code == http.StatusNotFound {
+			return nil, ErrNotSupported
+		}
+		return nil, err
+	}
+	var page struct {
+		Items []api.FindingStateView `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return nil, fmt.Errorf("agent %s: /findings/lifecycle is not a list: %w", slug, err)
+	}
+	return page.Items, nil
+}
+
 // Health calls the agent's GET /health.
 // GetRun reads one run with its trace from an agent (GET /runs/{id}).
 func (c *Client) GetRun(ctx context.Context, slug, runID string) (json.RawMessage, error) {

@@ -22,6 +22,9 @@ type Job struct {
 	Alertname       string
 	Task            string
 	Context         map[string]string
+	// Alert is the alert as stored with the investigation (its labels
+	// route the chat post).
+	Alert []byte
 	// Done, when set, is called with the agent after the outcome is
 	// recorded (the pipeline offers the freed slot to a queued alert); not
 	// once the dispatcher is closed.
@@ -38,12 +41,20 @@ type Runner interface {
 	Run(ctx context.Context, slug string, req api.RunRequest, async bool) (api.RunResult, error)
 }
 
+// Notifier is told of each finished investigation, after its outcome is
+// recorded (*notify.Notifier posts it to chat).
+type Notifier interface {
+	Investigated(inv store.Investigation, res api.RunResult)
+}
+
 // Options configure a Dispatcher.
 type Options struct {
 	Timeout time.Duration // AGENT_CALL_TIMEOUT
-	Now     func() time.Time
-	Log     *zap.Logger
-	Metrics *metrics.Metrics
+	// Notifier, when set, hears of every finished investigation.
+	Notifier Notifier
+	Now      func() time.Time
+	Log      *zap.Logger
+	Metrics  *metrics.Metrics
 }
 
 // Dispatcher runs investigations in the background: the webhook answer
@@ -175,6 +186,12 @@ func (d *Dispatcher) finish(job Job, started time.Time, res api.RunResult, err e
 	d.mu.Lock()
 	closed := d.closed
 	d.mu.Unlock()
+	if d.o.Notifier != nil && !errors.Is(err, ErrShuttingDown) {
+		stored := inv
+		stored.Alert = job.Alert
+		stored.StartedAt = started
+		d.o.Notifier.Investigated(stored, res)
+	}
 	if job.Done != nil && !closed {
 		job.Done(job.Agent)
 	}

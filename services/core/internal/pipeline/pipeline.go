@@ -48,6 +48,9 @@ type Options struct {
 	// Background is the context of the drain that follows each finished
 	// investigation; cancelled at shutdown. Default: context.Background().
 	Background context.Context
+	// Resolved, when set, hears of every alert decided resolved (the chat
+	// follow-up, *notify.Notifier).
+	Resolved interface{ Resolved(fingerprint string) }
 }
 
 // Pipeline decides and dispatches alerts.
@@ -167,6 +170,9 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert) (store.AlertDecisio
 	if d.Decision == decide.Dispatched {
 		p.start(d, a)
 	}
+	if d.Decision == decide.Resolved && p.o.Resolved != nil {
+		p.o.Resolved.Resolved(a.Fingerprint)
+	}
 	return d, nil
 }
 
@@ -189,6 +195,7 @@ func (p *Pipeline) start(d store.AlertDecision, a webhook.Alert) {
 		Fingerprint:     a.Fingerprint,
 		Alertname:       a.Alertname(),
 		Task:            Task(a),
+		Alert:           AlertJSON(a),
 		Context: map[string]string{
 			"alertname":        a.Alertname(),
 			"namespace":        a.Namespace(),

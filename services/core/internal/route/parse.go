@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,6 +104,11 @@ func (p *parser) parse(data []byte) (*Routes, error) {
 					rs.Default.MaxInFlight = n
 					return err
 				},
+				"notify": func(_, v *yaml.Node) error {
+					ts, err := p.notify(v, "defaults.notify")
+					rs.Default.Notify, rs.Default.NotifySet = ts, true
+					return err
+				},
 			})
 		},
 		"ignore": func(_, v *yaml.Node) error {
@@ -154,6 +160,9 @@ func (p *parser) parse(data []byte) (*Routes, error) {
 		}
 		if r.MaxInFlight == 0 {
 			r.MaxInFlight = rs.Default.MaxInFlight
+		}
+		if !r.NotifySet {
+			r.Notify, r.NotifySet = rs.Default.Notify, rs.Default.NotifySet
 		}
 	}
 	return rs, nil
@@ -263,6 +272,11 @@ func (p *parser) rule(n *yaml.Node, what string, isRoute bool) (Rule, error) {
 			r.MaxInFlight = n
 			return err
 		}
+		handlers["notify"] = func(_, v *yaml.Node) error {
+			ts, err := p.notify(v, what+" notify")
+			r.Notify, r.NotifySet = ts, true
+			return err
+		}
 	}
 	if err := p.mapping(n, what, handlers); err != nil {
 		return Rule{}, err
@@ -299,6 +313,27 @@ func (p *parser) str(n *yaml.Node, what string) (string, error) {
 		return "", p.errf(n, "%s must be a string", what)
 	}
 	return n.Value, nil
+}
+
+// notify reads a list of chat targets (NotifyTargets); [] posts nowhere.
+func (p *parser) notify(n *yaml.Node, what string) ([]string, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errf(n, "%s must be a list of %s ([] posts nowhere)", what, strings.Join(NotifyTargets, ", "))
+	}
+	out := []string{}
+	for _, item := range n.Content {
+		s, err := p.str(item, what)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(NotifyTargets, s) {
+			return nil, p.errf(item, "%s: unknown chat %q (want %s)", what, s, strings.Join(NotifyTargets, ", "))
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 func (p *parser) agent(n *yaml.Node) (string, error) {

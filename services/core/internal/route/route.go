@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,7 +27,24 @@ type Target struct {
 	MaxInFlight int           // alert runs the agent may have at once
 	Ignored     bool
 	Reason      string // why ignored (which rule)
+	// Notify names the chats the investigation's report goes to
+	// (discord, slack, webhook) when NotifySet; otherwise every configured
+	// one. An empty set posts nowhere (fixture namespaces).
+	Notify    []string
+	NotifySet bool
 }
+
+// Posts reports whether the alert's investigation is posted to the chat
+// target: never for an ignored alert.
+func (t Target) Posts(target string) bool {
+	if t.Ignored {
+		return false
+	}
+	return !t.NotifySet || slices.Contains(t.Notify, target)
+}
+
+// NotifyTargets are the chat targets a route may name.
+var NotifyTargets = []string{"discord", "slack", "webhook"}
 
 // Matcher tests one label.
 type Matcher struct {
@@ -61,6 +79,8 @@ type Rule struct {
 	Agent       string
 	Cooldown    time.Duration
 	MaxInFlight int
+	Notify      []string
+	NotifySet   bool
 }
 
 // Matches reports whether every matcher holds (an empty rule matches all).
@@ -111,10 +131,11 @@ func (rs *Routes) Match(labels map[string]string) Target {
 	}
 	for _, r := range rs.Routes {
 		if r.Matches(labels) {
-			return Target{Route: r.Name, Agent: r.Agent, Cooldown: r.Cooldown, MaxInFlight: r.MaxInFlight}
+			return Target{Route: r.Name, Agent: r.Agent, Cooldown: r.Cooldown, MaxInFlight: r.MaxInFlight, Notify: r.Notify, NotifySet: r.NotifySet}
 		}
 	}
-	return Target{Route: "default", Agent: rs.Default.Agent, Cooldown: rs.Default.Cooldown, MaxInFlight: rs.Default.MaxInFlight}
+	return Target{Route: "default", Agent: rs.Default.Agent, Cooldown: rs.Default.Cooldown, MaxInFlight: rs.Default.MaxInFlight,
+		Notify: rs.Default.Notify, NotifySet: rs.Default.NotifySet}
 }
 
 // Agents lists the distinct agents alerts can reach.

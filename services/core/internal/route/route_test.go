@@ -3,6 +3,7 @@ package route
 import (
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,9 @@ func TestMatch(t *testing.T) {
 		{"anchored regex does not match a suffix", map[string]string{"alertname": "NotCIFailing"},
 			Target{Route: "default", Agent: "platform-sre", Cooldown: 30 * time.Minute, MaxInFlight: 1}, ""},
 		{"alias agent and route max_in_flight", map[string]string{"alertname": "APILatencyHigh", "namespace": "prod"},
-			Target{Route: "api-latency", Agent: "backend-architect", Cooldown: 30 * time.Minute, MaxInFlight: 2}, ""},
+			Target{Route: "api-latency", Agent: "backend-architect", Cooldown: 30 * time.Minute, MaxInFlight: 2, Notify: []string{"slack"}, NotifySet: true}, ""},
+		{"a quiet route posts nowhere", map[string]string{"alertname": "KubePodCrashLooping", "namespace": "staging"},
+			Target{Route: "staging-quiet", Agent: "platform-sre", Cooldown: 30 * time.Minute, MaxInFlight: 1, Notify: []string{}, NotifySet: true}, ""},
 		{"first route wins only when all match", map[string]string{"alertname": "APILatencyHigh", "namespace": "dev"},
 			Target{Route: "default", Agent: "platform-sre", Cooldown: 30 * time.Minute, MaxInFlight: 1}, ""},
 	}
@@ -71,7 +74,7 @@ func TestMatch(t *testing.T) {
 			got := rs.Match(tt.labels)
 			reason := got.Reason
 			got.Reason = ""
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("Match = %+v, want %+v", got, tt.want)
 			}
 			if !strings.Contains(reason, tt.reason) || (tt.want.Ignored && reason == "") {
@@ -93,8 +96,16 @@ func TestDefaultFile(t *testing.T) {
 	if got := rs.Match(map[string]string{"alertname": "KubePodCrashLooping"}); got.Agent != "platform-sre" || got.Ignored || got.Cooldown != 30*time.Minute || got.MaxInFlight != 1 {
 		t.Fatalf("default target = %+v", got)
 	}
-	if got := rs.Match(map[string]string{"alertname": "Watchdog"}); !got.Ignored {
-		t.Fatalf("Watchdog not ignored: %+v", got)
+	if got := rs.Match(map[string]string{"alertname": "Watchdog"}); !got.Ignored || got.Posts("discord") {
+		t.Fatalf("Watchdog not ignored, or posted: %+v", got)
+	}
+	// Fixture namespaces are investigated, never posted; others post to
+	// every configured chat.
+	for ns, posts := range map[string]bool{"kubecrew-fixtures": false, "fixtures": false, "e2e": false, "shop": true, "fixtures-prod": true, "": true} {
+		got := rs.Match(map[string]string{"alertname": "KubePodOOMKilled", "namespace": ns})
+		if got.Ignored || got.Agent != "platform-sre" || got.Posts("discord") != posts || got.Posts("webhook") != posts {
+			t.Errorf("namespace %q: %+v, want posts=%v", ns, got, posts)
+		}
 	}
 }
 
@@ -125,6 +136,8 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", "routes: []\n---\nroutes: []\n", "r.yaml:2: more than one YAML document"},
 		{"routes not a list", "routes:\n  a: b\n", "r.yaml:2: routes must be a list"},
 		{"empty namespaces", "ignore:\n  - namespaces: []\n", "r.yaml:2: ignore rule #1 namespaces must be a non-empty list"},
+		{"unknown chat", "routes:\n  - notify: [discord, teams]\n", "r.yaml:2: route #1 notify: unknown chat \"teams\" (want discord, slack, webhook)"},
+		{"notify not a list", "defaults:\n  notify: discord\n", "r.yaml:2: defaults.notify must be a list"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
