@@ -15,3 +15,8 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
+
+// WriteError writes the error answer {"error": msg} with status code.
+func WriteError(w http.ResponseWriter, code int, msg string) {
+	WriteJSON(w, code, ErrorBody{Error: msg})
+}

@@ -135,6 +135,18 @@ func (st *localState) find(number int) (*localPR, error) {
 	return nil, fmt.Errorf("%w: pull request #%d", ErrNotFound, number)
 }
 
+// findOpen is find for a change: the pull request must be open.
+func (st *localState) findOpen(number int) (*localPR, error) {
+	p, err := st.find(number)
+	if err != nil {
+		return nil, err
+	}
+	if p.State != StateOpen {
+		return nil, fmt.Errorf("pull request #%d is %s", number, p.State)
+	}
+	return p, nil
+}
+
 // ReadFile implements Forge.
 func (l *Local) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	p, err := cleanRepoPath(path, false)
@@ -333,12 +345,9 @@ func (l *Local) SubmitReview(ctx context.Context, number int, r Review) error {
 		return errors.New("a review needs a reviewer")
 	}
 	return l.withState(func(st *localState) (bool, error) {
-		p, err := st.find(number)
+		p, err := st.findOpen(number)
 		if err != nil {
 			return false, err
-		}
-		if p.State != StateOpen {
-			return false, fmt.Errorf("pull request #%d is %s", number, p.State)
 		}
 		if r.At.IsZero() {
 			r.At = l.now().UTC()
@@ -374,12 +383,9 @@ func (l *Local) MergePinned(ctx context.Context, number int, method, headSHA str
 		return fmt.Errorf("unknown merge method %q (want merge, squash or fast-forward)", method)
 	}
 	return l.withState(func(st *localState) (bool, error) {
-		p, err := st.find(number)
+		p, err := st.findOpen(number)
 		if err != nil {
 			return false, err
-		}
-		if p.State != StateOpen {
-			return false, fmt.Errorf("pull request #%d is %s", number, p.State)
 		}
 		base, err := l.git.out(ctx, "rev-parse", "--verify", l.baseRef()+"^{commit}")
 		if err != nil {

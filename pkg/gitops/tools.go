@@ -101,7 +101,7 @@ func (s *Service) listTool() tools.Tool {
 			var prs []PR
 			var err error
 			if state == "" {
-				prs, err = s.listAll(ctx)
+				prs, err = s.ListAgentPRs(ctx, "all")
 			} else {
 				prs, err = s.ListAgentPRs(ctx, state)
 			}
@@ -122,20 +122,6 @@ func (s *Service) listTool() tools.Tool {
 			}
 			return b.String(), nil
 		})
-}
-
-func (s *Service) listAll(ctx context.Context) ([]PR, error) {
-	prs, err := s.f.ListPRs(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	var out []PR
-	for _, p := range prs {
-		if IsAgentBranch(p.Branch) {
-			out = append(out, p)
-		}
-	}
-	return out, nil
 }
 
 type numberArgs struct {

@@ -59,33 +59,9 @@ func setPath(root *any, path []any, v any) error {
 	}
 	switch c := (*root).(type) {
 	case map[string]any:
-		k, ok := path[0].(string)
-		if !ok {
-			return fmt.Errorf("path element %v is not a key", path[0])
-		}
-		child, ok := c[k]
-		if !ok {
-			return fmt.Errorf("key %q not present", k)
-		}
-		if err := setPath(&child, path[1:], v); err != nil {
-			return err
-		}
-		c[k] = child
-		return nil
+		return setKey(c, func(k string) string { return k }, path, v)
 	case map[any]any:
-		k, ok := path[0].(string)
-		if !ok {
-			return fmt.Errorf("path element %v is not a key", path[0])
-		}
-		child, ok := c[k]
-		if !ok {
-			return fmt.Errorf("key %q not present", k)
-		}
-		if err := setPath(&child, path[1:], v); err != nil {
-			return err
-		}
-		c[k] = child
-		return nil
+		return setKey(c, func(k string) any { return k }, path, v)
 	case []any:
 		i, ok := path[0].(int)
 		if !ok || i < 0 || i >= len(c) {
@@ -94,4 +70,22 @@ func setPath(root *any, path []any, v any) error {
 		return setPath(&c[i], path[1:], v)
 	}
 	return fmt.Errorf("cannot descend into %T at %v", *root, path[0])
+}
+
+// setKey is setPath's step into a mapping, keyed by strings (as the YAML
+// and JSON decoders give them) or by anything.
+func setKey[K comparable](m map[K]any, key func(string) K, path []any, v any) error {
+	k, ok := path[0].(string)
+	if !ok {
+		return fmt.Errorf("path element %v is not a key", path[0])
+	}
+	child, ok := m[key(k)]
+	if !ok {
+		return fmt.Errorf("key %q not present", k)
+	}
+	if err := setPath(&child, path[1:], v); err != nil {
+		return err
+	}
+	m[key(k)] = child
+	return nil
 }

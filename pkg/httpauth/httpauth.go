@@ -8,7 +8,6 @@ package httpauth
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -111,17 +110,11 @@ func (t Tokens) Middleware(realm string) func(http.Handler) http.Handler {
 			case Allowed(a, r):
 				next.ServeHTTP(w, r)
 			case a == Read:
-				writeError(w, http.StatusForbidden, "the read-only token (AUTH_READ_TOKEN) opens GET requests only; "+r.Method+" needs AUTH_TOKEN")
+				api.WriteError(w, http.StatusForbidden, "the read-only token (AUTH_READ_TOKEN) opens GET requests only; "+r.Method+" needs AUTH_TOKEN")
 			default:
 				w.Header().Set("WWW-Authenticate", `Bearer realm="`+realm+`"`)
-				writeError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <AUTH_TOKEN>)")
+				api.WriteError(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <AUTH_TOKEN>)")
 			}
 		})
 	}
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: msg})
 }

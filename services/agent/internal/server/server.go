@@ -128,9 +128,7 @@ func Guard(t httpauth.Tokens) func(http.Handler) http.Handler {
 func WriteJSON(w http.ResponseWriter, code int, v any) { api.WriteJSON(w, code, v) }
 
 // WriteError writes {"error": msg}.
-func WriteError(w http.ResponseWriter, code int, msg string) {
-	WriteJSON(w, code, api.ErrorBody{Error: msg})
-}
+func WriteError(w http.ResponseWriter, code int, msg string) { api.WriteError(w, code, msg) }
 
 // DecodeStrict reads a JSON body into v: bounded size, unknown fields and
 // trailing data rejected. It writes the 4xx answer itself and returns false

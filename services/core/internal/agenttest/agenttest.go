@@ -70,9 +70,9 @@ func New(t interface {
 	mux.HandleFunc("GET /info", func(w http.ResponseWriter, _ *http.Request) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		writeJSON(w, 200, a.info)
+		api.WriteJSON(w, 200, a.info)
 	})
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { api.WriteJSON(w, 200, map[string]string{"status": "ok"}) })
 	mux.HandleFunc("GET /a2a/log", func(w http.ResponseWriter, _ *http.Request) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
@@ -80,36 +80,36 @@ func New(t interface {
 			http.NotFound(w, nil)
 			return
 		}
-		writeJSON(w, 200, map[string]any{"items": a.a2a, "next_cursor": ""}) // pkg/a2a.AuditPage
+		api.WriteJSON(w, 200, map[string]any{"items": a.a2a, "next_cursor": ""}) // pkg/a2a.AuditPage
 	})
 	f := false
 	a.actions = api.ActionsSwitch{Paused: &f}
 	mux.HandleFunc("GET /actions", func(w http.ResponseWriter, _ *http.Request) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		writeJSON(w, 200, a.actions)
+		api.WriteJSON(w, 200, a.actions)
 	})
 	mux.HandleFunc("PUT /actions", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		if a.noActions {
-			writeJSON(w, 503, api.ErrorBody{Error: "store: unavailable"})
+			api.WriteJSON(w, 503, api.ErrorBody{Error: "store: unavailable"})
 			return
 		}
 		var in api.ActionsSwitch
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Paused == nil {
-			writeJSON(w, 400, api.ErrorBody{Error: fmt.Sprintf("bad body: %v", err)})
+			api.WriteJSON(w, 400, api.ErrorBody{Error: fmt.Sprintf("bad body: %v", err)})
 			return
 		}
 		now := time.Now().UTC()
 		in.At = &now
 		a.actions = in
-		writeJSON(w, 200, a.actions)
+		api.WriteJSON(w, 200, a.actions)
 	})
 	mux.HandleFunc("GET /actions/proposals", func(w http.ResponseWriter, _ *http.Request) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		writeJSON(w, 200, map[string]any{"items": a.proposals})
+		api.WriteJSON(w, 200, map[string]any{"items": a.proposals})
 	})
 	mux.HandleFunc("GET /findings/lifecycle", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
@@ -239,7 +239,7 @@ func (a *Agent) run(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || req.Task == "" {
-		writeJSON(w, 400, api.ErrorBody{Error: fmt.Sprintf("bad run request: %v", err)})
+		api.WriteJSON(w, 400, api.ErrorBody{Error: fmt.Sprintf("bad run request: %v", err)})
 		return
 	}
 	a.mu.Lock()
@@ -257,7 +257,7 @@ func (a *Agent) run(w http.ResponseWriter, r *http.Request) {
 	}
 	if reply != nil {
 		code, body := reply(req)
-		writeJSON(w, code, body)
+		api.WriteJSON(w, code, body)
 		return
 	}
 	started := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
@@ -272,10 +272,8 @@ func (a *Agent) run(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Query().Get("async") == "1" {
 		res.Status, res.FinishedAt, res.Findings = api.StatusRunning, nil, []api.Finding{}
-		writeJSON(w, http.StatusAccepted, res)
+		api.WriteJSON(w, http.StatusAccepted, res)
 		return
 	}
-	writeJSON(w, 200, res)
+	api.WriteJSON(w, 200, res)
 }
-
-func writeJSON(w http.ResponseWriter, code int, v any) { api.WriteJSON(w, code, v) }

@@ -104,7 +104,7 @@ func WriteJSON(w http.ResponseWriter, code int, v any) { kapi.WriteJSON(w, code,
 
 // WriteError writes {"error": msg}.
 func WriteError(w http.ResponseWriter, code int, format string, args ...any) {
-	WriteJSON(w, code, kapi.ErrorBody{Error: fmt.Sprintf(format, args...)})
+	kapi.WriteError(w, code, fmt.Sprintf(format, args...))
 }
 
 func (s *server) storeError(w http.ResponseWriter, err error) {

@@ -9,21 +9,16 @@ import (
 )
 
 // DecisionView is one recorded alert decision.
+// It is the webhook's answer for the alert with the record's id and time.
 type DecisionView struct {
-	ID              string    `json:"id"`
-	Fingerprint     string    `json:"fingerprint"`
-	Alertname       string    `json:"alertname"`
-	Status          string    `json:"status"`
-	Decision        string    `json:"decision"`
-	Agent           string    `json:"agent"`
-	InvestigationID string    `json:"investigation_id"`
-	Reason          string    `json:"reason"`
-	At              time.Time `json:"at"`
+	ID string `json:"id"`
+	kapi.AlertDecision
+	At time.Time `json:"at"`
 }
 
 func decisionView(d store.AlertDecision) DecisionView {
-	return DecisionView{ID: d.ID, Fingerprint: d.Fingerprint, Alertname: d.Alertname, Status: d.Status,
-		Decision: d.Decision, Agent: d.Agent, InvestigationID: d.InvestigationID, Reason: d.Reason, At: d.At.UTC()}
+	return DecisionView{ID: d.ID, AlertDecision: kapi.AlertDecision{Fingerprint: d.Fingerprint, Alertname: d.Alertname, Status: d.Status,
+		Decision: d.Decision, Agent: d.Agent, InvestigationID: d.InvestigationID, Reason: d.Reason}, At: d.At.UTC()}
 }
 
 func investigationView(i store.Investigation) kapi.Investigation {
