@@ -119,17 +119,17 @@ func New(t interface {
 			http.NotFound(w, r)
 			return
 		}
-		writeJSON(w, 200, map[string]any{"items": a.lives})
+		api.WriteJSON(w, 200, map[string]any{"items": a.lives})
 	})
 	mux.HandleFunc("GET /runs/{id}", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		v, ok := a.views[r.PathValue("id")]
 		if !ok {
-			writeJSON(w, 404, api.ErrorBody{Error: "no run " + r.PathValue("id")})
+			api.WriteJSON(w, 404, api.ErrorBody{Error: "no run " + r.PathValue("id")})
 			return
 		}
-		writeJSON(w, 200, v)
+		api.WriteJSON(w, 200, v)
 	})
 	a.Server = httptest.NewServer(mux)
 	t.Cleanup(a.Server.Close)
