@@ -32,7 +32,11 @@ targets=(
   "pkg ./gitops FuzzTrivialMergeCheck"
   "services/core ./internal/webhook FuzzDecode"
   "services/core ./internal/route FuzzParse"
+  "pkg ./llm FuzzRetryAfter"
   "services/agent ./internal/a2aserver FuzzInvoke heavy"
+  "services/agent ./internal/engine FuzzSplitThink heavy"
+  "services/agent ./internal/engine FuzzCutMiddle heavy"
+  "services/agent ./internal/engine FuzzParseReport heavy"
 )
 
 status=0

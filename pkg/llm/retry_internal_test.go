@@ -34,3 +34,19 @@ func TestRetryAfterHeader(t *testing.T) {
 		}
 	}
 }
+
+func FuzzRetryAfter(f *testing.F) {
+	for _, s := range []string{"6", "0.5", "-1", "Tue, 01 Dec 2026 18:00:30 GMT", "1e308", "NaN", "soon"} {
+		f.Add(s, "")
+		f.Add("", s)
+	}
+	now := time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, seconds, ms string) {
+		h := http.Header{}
+		h.Set("Retry-After", seconds)
+		h.Set("retry-after-ms", ms)
+		if d := retryAfter(h, now); d < 0 {
+			t.Fatalf("retryAfter(%q, %q) = %s: negative", seconds, ms, d)
+		}
+	})
+}

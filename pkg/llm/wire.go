@@ -258,7 +258,7 @@ func temperatureRejected(e *Error) bool {
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+			return seconds(ms / 1000)
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -266,15 +266,25 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 		return 0
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
+		if !(s > 0) { // also NaN
 			return 0
 		}
-		return time.Duration(s * float64(time.Second))
+		return seconds(s)
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// seconds converts s > 0 to a Duration, at most a year (a larger float
+// would overflow).
+func seconds(s float64) time.Duration {
+	const year = 365 * 24 * time.Hour
+	if s >= year.Seconds() {
+		return year
+	}
+	return time.Duration(s * float64(time.Second))
 }
 
 // reasoningFields returns each choice's message.reasoning when it is a

@@ -63,6 +63,11 @@ type Values struct {
 	Tools              []string      // AGENT_TOOLS
 	Model              string        // AGENT_MODEL
 	MaxIterations      int           // AGENT_MAX_ITERATIONS
+	ContextTokens      int           // AGENT_CONTEXT_TOKENS
+	MaxCallsPerTurn    int           // AGENT_MAX_TOOL_CALLS_PER_TURN
+	MaxCallsPerRun     int           // AGENT_MAX_TOOL_CALLS_PER_RUN
+	MaxReplyChars      int           // AGENT_MAX_REPLY_CHARS
+	MaxAnswerChars     int           // AGENT_MAX_ANSWER_CHARS
 	Temperature        float64       // AGENT_TEMPERATURE
 	DisplayName        string        // AGENT_DISPLAY_NAME
 	LLMBaseURL         string        // LLM_BASE_URL
@@ -131,6 +136,11 @@ var specs = []spec{
 	{"AGENT_TOOLS", "", kList, "comma list of tools (built-ins are always added)", func(v *Values) any { return &v.Tools }},
 	{"AGENT_MODEL", "", kString, "model name; none = deterministic playbooks (default when LLM_BASE_URL is empty)", func(v *Values) any { return &v.Model }},
 	{"AGENT_MAX_ITERATIONS", "15", kInt, "model calls before the ceiling ends the run cleanly", func(v *Values) any { return &v.MaxIterations }},
+	{"AGENT_CONTEXT_TOKENS", "32000", kInt, "the model's context window: as a run's transcript nears it (tokens estimated as bytes/3), older tool outputs are compacted to head and tail", func(v *Values) any { return &v.ContextTokens }},
+	{"AGENT_MAX_TOOL_CALLS_PER_TURN", "8", kInt, "tool calls run per model turn; the rest are answered 'not run'", func(v *Values) any { return &v.MaxCallsPerTurn }},
+	{"AGENT_MAX_TOOL_CALLS_PER_RUN", "60", kInt, "tool calls per run; then the model must answer without tools (status partial)", func(v *Values) any { return &v.MaxCallsPerRun }},
+	{"AGENT_MAX_REPLY_CHARS", "16000", kInt, "one model reply (its text, each tool call's arguments) is cut to this", func(v *Values) any { return &v.MaxReplyChars }},
+	{"AGENT_MAX_ANSWER_CHARS", "16000", kInt, "a run's answer is cut to this (head and tail kept)", func(v *Values) any { return &v.MaxAnswerChars }},
 	{"AGENT_TEMPERATURE", "0", kFloat, "sampling temperature", func(v *Values) any { return &v.Temperature }},
 	{"AGENT_DISPLAY_NAME", "", kString, "persona display name in reports", func(v *Values) any { return &v.DisplayName }},
 	{"LLM_BASE_URL", "", kURL, "OpenAI-compatible endpoint, e.g. http://host:11434/v1", func(v *Values) any { return &v.LLMBaseURL }},
@@ -310,8 +320,21 @@ func (c *Config) parse() error {
 			return c.fail(s.name, err)
 		}
 	}
-	if c.MaxIterations < 1 {
-		return c.fail("AGENT_MAX_ITERATIONS", "must be at least 1")
+	for _, m := range []struct {
+		name     string
+		val, min int
+		why      string
+	}{
+		{"AGENT_MAX_ITERATIONS", c.MaxIterations, 1, ""},
+		{"AGENT_CONTEXT_TOKENS", c.ContextTokens, 4000, " (a system prompt, the tool schemas and one tool output)"},
+		{"AGENT_MAX_TOOL_CALLS_PER_TURN", c.MaxCallsPerTurn, 1, ""},
+		{"AGENT_MAX_TOOL_CALLS_PER_RUN", c.MaxCallsPerRun, 1, ""},
+		{"AGENT_MAX_REPLY_CHARS", c.MaxReplyChars, 1000, ""},
+		{"AGENT_MAX_ANSWER_CHARS", c.MaxAnswerChars, 1000, ""},
+	} {
+		if m.val < m.min {
+			return c.fail(m.name, fmt.Sprintf("must be at least %d%s", m.min, m.why))
+		}
 	}
 	if d, r := c.TokenBudget, c.RunTokenBudget; d > 0 && r > d {
 		return c.fail("AGENT_RUN_TOKEN_BUDGET", fmt.Sprintf("%d is more than AGENT_TOKEN_BUDGET (%d), the whole day's: lower one or raise the other", r, d))

@@ -70,7 +70,17 @@ type Options struct {
 	Now     func() time.Time
 	NewID   func() string
 
-	MaxIterations    int
+	MaxIterations int
+	// ContextTokens is the model's context window (AGENT_CONTEXT_TOKENS):
+	// the transcript is kept within it (window.go).
+	ContextTokens int
+	// MaxCallsPerTurn and MaxCallsPerRun cap the tool calls a model may
+	// make; MaxReplyChars one model reply, MaxAnswerChars a run's answer
+	// (caps.go).
+	MaxCallsPerTurn  int
+	MaxCallsPerRun   int
+	MaxReplyChars    int
+	MaxAnswerChars   int
 	Temperature      float32
 	ToolOutputMax    int
 	MemoryMax        int
@@ -130,6 +140,11 @@ func New(o Options) (*Engine, error) {
 	if o.ToolOutputMax <= 0 {
 		o.ToolOutputMax = 8000
 	}
+	o.ContextTokens = orDefault(o.ContextTokens, DefaultContextTokens)
+	o.MaxCallsPerTurn = orDefault(o.MaxCallsPerTurn, DefaultMaxCallsPerTurn)
+	o.MaxCallsPerRun = orDefault(o.MaxCallsPerRun, DefaultMaxCallsPerRun)
+	o.MaxReplyChars = orDefault(o.MaxReplyChars, DefaultMaxReplyChars)
+	o.MaxAnswerChars = orDefault(o.MaxAnswerChars, DefaultMaxAnswerChars)
 	if o.MemoryMax <= 0 {
 		o.MemoryMax = 4000
 	}
@@ -355,6 +370,13 @@ type outcome struct {
 	note       string // opens the answer: why the model was not (fully) used
 	tokens     api.Tokens
 	err        error
+	// toolCalls is the tool calls the model made that ran (caps.go).
+	toolCalls int
+	// oversized is the calls of the latest reply whose arguments were cut
+	// (caps.go); originalChars the size of each compacted message before
+	// its first compaction (window.go).
+	oversized     map[string]int
+	originalChars map[int]int
 }
 
 func (e *Engine) runDeterministic(ctx context.Context, r *Run) outcome {
@@ -408,7 +430,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	finished := e.now().UTC()
 	res := api.RunResult{
 		RunID: r.ID, Agent: e.opts.Agent.Slug, WorkflowType: r.Req.WorkflowType, Status: o.status,
-		Answer: cleanAnswer(answer), Verdict: verdict, Findings: findings, Iterations: o.iterations,
+		Answer: e.capAnswer(bg, r, cleanAnswer(answer)), Verdict: verdict, Findings: findings, Iterations: o.iterations,
 		Tokens: o.tokens, ModelCalls: o.calls, StartedAt: r.Started, FinishedAt: &finished, Delegation: delegation,
 	}
 	if res.Findings == nil {

@@ -54,6 +54,7 @@ type rigOpts struct {
 	budget     engine.TokenBudget
 	now        func() time.Time
 	store      *store.Memory
+	limits     engine.Options // ContextTokens, MaxCallsPer*, Max*Chars, ToolOutputMax: zero means the default
 }
 
 // echo is a read-only tool: it returns its argument.
@@ -127,6 +128,8 @@ func newRig(t *testing.T, o rigOpts, script ...llmtest.Reply) *rig {
 		Model: m, ModelName: "test-model", Playbook: o.playbook, Backstop: o.backstop, Store: st,
 		MaxIterations: maxIter, SynthesisTimeout: 2 * time.Second, RunTimeout: 30 * time.Second, Log: o.log,
 		Metrics: o.metrics, TokenBudget: o.budget, Now: o.now,
+		ContextTokens: o.limits.ContextTokens, MaxCallsPerTurn: o.limits.MaxCallsPerTurn, MaxCallsPerRun: o.limits.MaxCallsPerRun,
+		MaxReplyChars: o.limits.MaxReplyChars, MaxAnswerChars: o.limits.MaxAnswerChars, ToolOutputMax: o.limits.ToolOutputMax,
 	})
 	if err != nil {
 		t.Fatal(err)

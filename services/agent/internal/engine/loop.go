@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -34,17 +33,14 @@ func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
 		if o.iterations >= e.opts.MaxIterations {
 			// The ceiling ends the loop cleanly: one last call without tools.
 			r.Event(ctx, "ceiling", map[string]any{"iterations": o.iterations, "max": e.opts.MaxIterations})
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: ceilingPrompt})
-			msg, err := e.chat(ctx, r, &o, msgs, nil)
-			o.status = api.StatusPartial
-			if err != nil {
-				o.err = fmt.Errorf("final answer after the iteration ceiling failed: %w", err)
-				o.answer = lastAssistantText(msgs)
-			} else {
-				o.answer = msg.Content
-			}
+			msgs = e.finalAnswer(ctx, r, &o, msgs, ceilingPrompt, "the iteration ceiling")
 			break
 		}
+		if o.toolCalls >= e.opts.MaxCallsPerRun {
+			msgs = e.finalAnswer(ctx, r, &o, msgs, fmt.Sprintf(callsCapPrompt, e.opts.MaxCallsPerRun), "the run's tool calls were spent")
+			break
+		}
+		e.fitWindow(ctx, r, &o, msgs, specs, 0)
 		msg, err := e.chat(ctx, r, &o, msgs, specs)
 		if err != nil {
 			return e.modelFailed(ctx, r, o, msgs, err)
@@ -54,12 +50,9 @@ func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
 			o.answer = msg.Content
 			break
 		}
-		for _, tc := range msg.ToolCalls {
-			out, _ := r.CallTool(ctx, tc.ID, tc.Function.Name, json.RawMessage(tc.Function.Arguments))
-			msgs = append(msgs, openai.ChatCompletionMessage{
-				Role: openai.ChatMessageRoleTool, Content: FrameToolOutput(tc.Function.Name, out), ToolCallID: tc.ID, Name: tc.Function.Name,
-			})
-		}
+		runnable := min(len(msg.ToolCalls), e.opts.MaxCallsPerTurn, e.opts.MaxCallsPerRun-o.toolCalls)
+		outMax := e.turnOutputMax(ctx, r, &o, msgs, specs, runnable)
+		msgs = e.runCalls(ctx, r, &o, msgs, msg.ToolCalls, o.oversized, outMax)
 		if ctx.Err() != nil {
 			o.status = api.StatusPartial
 			o.err = context.Cause(ctx)
@@ -134,14 +127,26 @@ func (e *Engine) chat(ctx context.Context, r *Run, o *outcome, msgs []openai.Cha
 		return openai.ChatCompletionMessage{}, err
 	}
 	msg := resp.Choices[0].Message
+	reasoning := stripReasoning(&msg)
+	o.oversized = e.capReply(ctx, r, o.iterations, &msg)
 	calls := make([]map[string]string, 0, len(msg.ToolCalls))
 	for _, tc := range msg.ToolCalls {
 		calls = append(calls, map[string]string{"id": tc.ID, "name": tc.Function.Name, "arguments": tc.Function.Arguments})
 	}
-	r.Event(ctx, "llm_response", map[string]any{"iteration": o.iterations, "endpoint": endpoint,
+	ev := map[string]any{"iteration": o.iterations, "endpoint": endpoint,
 		"content": msg.Content, "tool_calls": calls, "finish_reason": resp.Choices[0].FinishReason,
 		"usage":       map[string]int{"prompt": resp.Usage.PromptTokens, "completion": resp.Usage.CompletionTokens},
-		"duration_ms": e.now().Sub(start).Milliseconds()})
+		"duration_ms": e.now().Sub(start).Milliseconds()}
+	if reasoning != "" {
+		// Kept for the reader of the trace, bounded like a reply; never sent back.
+		ev["reasoning"] = cutMiddle(reasoning, e.opts.MaxReplyChars, func(cut int) string {
+			return fmt.Sprintf("[… %d characters of reasoning cut (AGENT_MAX_REPLY_CHARS) …]", cut)
+		})
+	}
+	if msg.Refusal != "" {
+		ev["refusal"] = msg.Refusal
+	}
+	r.Event(ctx, "llm_response", ev)
 	return msg, nil
 }
 

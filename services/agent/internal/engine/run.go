@@ -130,11 +130,17 @@ func (r *Run) Event(ctx context.Context, typ string, data any) {
 // tool_call / tool_result (and guard_denied) in the trace, and counts it.
 // Args may be a json.RawMessage or any value to marshal.
 func (r *Run) CallTool(ctx context.Context, id, name string, args any) (out, outcome string) {
+	return r.callTool(ctx, id, name, args, r.e.opts.ToolOutputMax)
+}
+
+// callTool is CallTool with the output cut to maxChars (the model loop's
+// share of the context window, window.go).
+func (r *Run) callTool(ctx context.Context, id, name string, args any, maxChars int) (out, outcome string) {
 	start := r.startCall(ctx, id, name, args, "")
 	var redacted redact.Counts
 	out, outcome = r.nameGate(ctx, name)
 	if outcome == "" {
-		res := r.Tools.Call(ctx, name, rawArgs(args), r.e.opts.ToolOutputMax)
+		res := r.Tools.Call(ctx, name, rawArgs(args), maxChars)
 		out, outcome, redacted = res.Output, res.Outcome, res.Redacted
 		if outcome == tools.OutcomeDenied {
 			r.Event(ctx, "guard_denied", map[string]any{"gate": "execution", "tool": name, "message": out})

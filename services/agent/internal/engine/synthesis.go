@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -68,10 +69,23 @@ func (e *Engine) synthesize(ctx context.Context, r *Run, o *outcome, msgs []open
 		if err == nil {
 			if len(resp.Choices) == 0 {
 				err = fmt.Errorf("no choices")
-			} else if rep, err = parseReport(resp.Choices[0].Message.Content); err == nil {
-				r.Event(ctx, "synthesis", map[string]any{"attempt": attempt, "endpoint": endpoint,
-					"findings": len(rep.Findings), "verdict": rep.Verdict})
-				return rep
+			} else if msg := resp.Choices[0].Message; msg.Refusal != "" {
+				// A refusal is the model's answer, not a glitch: asking again
+				// gets it again. The prose of the loop still delivers.
+				r.Event(ctx, "synthesis", map[string]any{"attempt": attempt, "endpoint": endpoint, "refusal": msg.Refusal})
+				return nil
+			} else {
+				reasoning := stripReasoning(&msg)
+				if rep, err = parseReport(msg.Content); err == nil {
+					ev := map[string]any{"attempt": attempt, "endpoint": endpoint, "findings": len(rep.Findings), "verdict": rep.Verdict}
+					if reasoning != "" {
+						ev["reasoning"] = cutMiddle(reasoning, e.opts.MaxReplyChars, func(cut int) string {
+							return fmt.Sprintf("[… %d characters of reasoning cut …]", cut)
+						})
+					}
+					r.Event(ctx, "synthesis", ev)
+					return rep
+				}
 			}
 		}
 		r.Event(ctx, "synthesis", map[string]any{"attempt": attempt, "error": err.Error()})
@@ -86,17 +100,35 @@ type rawSchema json.RawMessage
 
 func (s rawSchema) MarshalJSON() ([]byte, error) { return s, nil }
 
+// parseReport reads the report from the answer: the JSON object itself
+// (json_schema, json_object), or the first JSON object in prose or in a
+// code fence (a server that took neither format; pkg/llm falls back to
+// none).
 func parseReport(s string) (*DiagnosticReport, error) {
 	s = strings.TrimSpace(s)
 	if m := fenced.FindStringSubmatch(s); m != nil {
 		s = m[1]
 	}
-	var rep DiagnosticReport
-	dec := json.NewDecoder(strings.NewReader(s))
-	if err := dec.Decode(&rep); err != nil {
-		return nil, fmt.Errorf("synthesis did not return the JSON report: %w", err)
+	var firstErr error
+	for start := strings.IndexByte(s, '{'); start >= 0; {
+		var rep DiagnosticReport
+		err := json.NewDecoder(strings.NewReader(s[start:])).Decode(&rep)
+		if err == nil {
+			return &rep, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		next := strings.IndexByte(s[start+1:], '{')
+		if next < 0 {
+			break
+		}
+		start += 1 + next
 	}
-	return &rep, nil
+	if firstErr == nil {
+		firstErr = errors.New("no JSON object in the answer")
+	}
+	return nil, fmt.Errorf("synthesis did not return the JSON report: %w", firstErr)
 }
 
 func renderTranscript(msgs []openai.ChatCompletionMessage) string {
