@@ -85,6 +85,10 @@ type Options struct {
 	Runner Runner
 	// Reporter posts reports; nil: none are posted.
 	Reporter Reporter
+	// Digest builds the morning digest (a task whose text opens with
+	// DigestTitle) in code, without a run; nil: such a task runs like any
+	// other.
+	Digest DigestFunc
 	// Interval is the sleep between ticks; Timeout bounds one run.
 	Interval time.Duration
 	Timeout  time.Duration
@@ -418,6 +422,9 @@ func (s *Scheduler) run(ctx context.Context, trigger string, task Task, res Tick
 	}()
 	t := task
 	res.Task = &t
+	if s.o.Digest != nil && IsDigest(task.Text) {
+		return s.runDigest(ctx, log, task, started, res)
+	}
 
 	// The run outlives the caller (a client hanging up, shutdown starting):
 	// it is bounded by the pulse timeout and by the engine's drain.

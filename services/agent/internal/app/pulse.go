@@ -11,8 +11,10 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubecrew/kubecrew/pkg/lifecycle"
 	"github.com/kubecrew/kubecrew/pkg/pulse"
 	"github.com/kubecrew/kubecrew/pkg/pulse/lease"
+	"github.com/kubecrew/kubecrew/pkg/report"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 	"github.com/kubecrew/kubecrew/services/agent/internal/pulseserver"
 )
@@ -61,6 +63,15 @@ func (a *App) setupPulse(ctx context.Context) error {
 	}
 	if a.Deliverer != nil {
 		o.Reporter = a.Deliverer
+	}
+	// The morning digest (README.md, "The morning digest") is built in
+	// code from the findings' lifecycle and the GitOps repository.
+	var prs lifecycle.PRs
+	if a.forgeOK && a.Git != nil {
+		prs = a.Git
+	}
+	o.Digest = func(ctx context.Context, since, now time.Time) (report.Report, error) {
+		return lifecycle.Digest(ctx, a.Store, prs, since, now)
 	}
 	ls, err := a.pulseLease(log)
 	if err != nil {

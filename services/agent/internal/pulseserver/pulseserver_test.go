@@ -293,7 +293,7 @@ func TestPostPulseNextDueThenNothingDue(t *testing.T) {
 	r := newRig(t, rigOpts{})
 	r.set(problems)
 	var ran []string
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 4; i++ { // Noor's four tasks: the sweep, housekeeping, the morning digest, the trend review
 		code, res, body := r.post(t, "")
 		if code != http.StatusOK || res.Outcome != pulse.OutcomeRan {
 			t.Fatalf("POST %d = %d %s", i, code, body)
@@ -303,13 +303,13 @@ func TestPostPulseNextDueThenNothingDue(t *testing.T) {
 			t.Error("the daily housekeeping task posted")
 		}
 	}
-	if got := strings.Join(ran, " "); got != "continuous daily weekly" {
+	if got := strings.Join(ran, " "); got != "continuous daily daily weekly" {
 		t.Errorf("ran %s", got)
 	}
 	// The continuous sweep stays due; with only daily/weekly left it would not.
 	code, res, _ := r.post(t, "")
 	if code != http.StatusOK || res.Task.Cadence != pulse.Continuous {
-		t.Errorf("fourth POST ran %+v", res.Task)
+		t.Errorf("fifth POST ran %+v", res.Task)
 	}
 
 	// GET /pulse shows every task with its state and the settings.
@@ -322,7 +322,7 @@ func TestPostPulseNextDueThenNothingDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.Agent != "platform-sre" || st.Interval != "45m0s" || st.IntervalSeconds != 2700 || st.TimeoutSeconds != 20 ||
-		st.Enabled || !st.Leader || st.Holder != "pod-a" || st.LastTick == nil || len(st.Tasks) != 3 {
+		st.Enabled || !st.Leader || st.Holder != "pod-a" || st.LastTick == nil || len(st.Tasks) != 4 {
 		t.Fatalf("status = %s", b)
 	}
 	for _, ts := range st.Tasks {
@@ -350,7 +350,7 @@ func TestPostPulseNextDueThenNothingDue(t *testing.T) {
 
 func TestNothingDueAnswers200(t *testing.T) {
 	t.Parallel()
-	// Noor's daily and weekly tasks only: once both ran, nothing is due.
+	// Noor's daily and weekly tasks only: once all three ran, nothing is due.
 	r := newRig(t, rigOpts{tasks: func(ts []pulse.Task) []pulse.Task {
 		var out []pulse.Task
 		for _, task := range ts {
@@ -361,7 +361,7 @@ func TestNothingDueAnswers200(t *testing.T) {
 		}
 		return out
 	}})
-	for i := 0; i < 2; i++ {
+	for i := 0; i < 3; i++ {
 		if code, res, body := r.post(t, ""); code != http.StatusOK || res.Outcome != pulse.OutcomeRan {
 			t.Fatalf("POST %d = %d %s", i, code, body)
 		}
@@ -423,7 +423,7 @@ func TestPostPulseAuthAndBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{"?task=3", http.StatusNotFound, "no such pulse task: index 3"},
+		{"?task=4", http.StatusNotFound, "no such pulse task: index 4"},
 		{"?task=-1", http.StatusNotFound, "no such pulse task"},
 		{"?task=abc", http.StatusBadRequest, "not a task index"},
 		{"?task=", http.StatusBadRequest, "not a task index"},
