@@ -213,6 +213,9 @@ const (
 	VerdictActionTaken       = "action_taken"       // the delegate's: it acted
 	VerdictActionFailed      = "action_failed"      // the delegate's: it tried and the action failed
 	VerdictRefused           = "refused"            // the delegate's: it may not act (read-only, settle window, a gate)
+	// VerdictUnchanged: a pulse run that found the same problems as the
+	// last tick and so did not call the model.
+	VerdictUnchanged = "unchanged"
 )
 
 // Outcome is the delegator's verdict for this delegation: delegated only

@@ -180,7 +180,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecrew_pulse_ticks_total",
-			Help: "Pulse ticks (timer and POST /pulse) by outcome: ran, nothing_due, busy, not_leader, error.",
+			Help: "Pulse ticks (timer and POST /pulse) by outcome: ran, unchanged (ran without a model call: the last tick's problems), nothing_due, busy, not_leader, error.",
 		}, []string{"outcome"}),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecrew_pulse_task_runs_total",
@@ -191,7 +191,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.ticks, m.runs)
 	}
 	// every known series from the start, at 0
-	for _, o := range []string{OutcomeRan, OutcomeNothingDue, OutcomeBusy, OutcomeNotLeader, OutcomeError} {
+	for _, o := range []string{OutcomeRan, OutcomeUnchanged, OutcomeNothingDue, OutcomeBusy, OutcomeNotLeader, OutcomeError} {
 		m.ticks.WithLabelValues(o)
 	}
 	for _, c := range []Cadence{Continuous, Daily, Weekly} {

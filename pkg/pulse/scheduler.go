@@ -53,7 +53,10 @@ const (
 
 // Tick outcomes (kubecrew_pulse_ticks_total{outcome}).
 const (
-	OutcomeRan        = "ran"
+	OutcomeRan = "ran"
+	// OutcomeUnchanged: the task ran and found the last tick's problems,
+	// so the agent did not call its model (verdict unchanged).
+	OutcomeUnchanged  = "unchanged"
 	OutcomeNothingDue = "nothing_due"
 	OutcomeBusy       = "busy"
 	OutcomeNotLeader  = "not_leader"
@@ -443,6 +446,9 @@ func (s *Scheduler) run(ctx context.Context, trigger string, task Task, res Tick
 		return res, fmt.Errorf("task %d did not start: %w", task.Index, err)
 	}
 	res.Outcome = OutcomeRan
+	if result.Verdict == api.VerdictUnchanged {
+		res.Outcome = OutcomeUnchanged
+	}
 	res.Result = &result
 	s.m.runs.WithLabelValues(string(task.Cadence), result.Status).Inc()
 
@@ -454,6 +460,9 @@ func (s *Scheduler) run(ctx context.Context, trigger string, task Task, res Tick
 	rep := s.report(rctx, task, result)
 	res.Report = &rep
 	res.Message = fmt.Sprintf("ran task %d (%s): %s", task.Index, task.Cadence, result.Status)
+	if res.Outcome == OutcomeUnchanged {
+		res.Message += ", unchanged since the last tick (no model call)"
+	}
 	if !rep.Posted {
 		res.Message += "; " + rep.Reason
 	}

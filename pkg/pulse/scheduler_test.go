@@ -44,6 +44,7 @@ type runner struct {
 	reqs     []api.RunRequest
 	findings []api.Finding
 	status   string
+	verdict  string
 	hold     chan struct{}
 	started  chan struct{}
 	deadline time.Time
@@ -57,7 +58,7 @@ func (r *runner) Run(ctx context.Context, req api.RunRequest) (api.RunResult, er
 	r.reqs = append(r.reqs, req)
 	r.n++
 	id := fmt.Sprintf("run-%d", r.n)
-	fs, status, hold, started := r.findings, r.status, r.hold, r.started
+	fs, status, verdict, hold, started := r.findings, r.status, r.verdict, r.hold, r.started
 	r.deadline, _ = ctx.Deadline()
 	r.mu.Unlock()
 	if status == "" {
@@ -74,7 +75,7 @@ func (r *runner) Run(ctx context.Context, req api.RunRequest) (api.RunResult, er
 			status = api.StatusFailed
 		}
 	}
-	return api.RunResult{RunID: id, Status: status, Findings: fs, StartedAt: start, WorkflowType: req.WorkflowType}, nil
+	return api.RunResult{RunID: id, Status: status, Verdict: verdict, Findings: fs, StartedAt: start, WorkflowType: req.WorkflowType}, nil
 }
 
 func (r *runner) requests() []api.RunRequest {

@@ -138,7 +138,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	code := a.persona()
 	eng, err := engine.New(engine.Options{
 		Agent: p.Info, Persona: loadPersona, Tools: set, Model: model, ModelName: modelName,
-		Playbook: code.Playbook(), Backstop: code.Backstop(), Delegator: a2aOut,
+		Playbook: code.Playbook(), Backstop: code.Backstop(), Prepare: code.Prepare(), Delegator: a2aOut,
 		Store: st, Cluster: cfg.ClusterName, Now: o.Now, MaxIterations: cfg.MaxIterations, ContextTokens: cfg.ContextTokens,
 		MaxCallsPerTurn: cfg.MaxCallsPerTurn, MaxCallsPerRun: cfg.MaxCallsPerRun, MaxReplyChars: cfg.MaxReplyChars,
 		MaxAnswerChars: cfg.MaxAnswerChars, Temperature: float32(cfg.Temperature), ToolOutputMax: cfg.ToolOutputMaxChars,

@@ -60,6 +60,7 @@ type Options struct {
 	ModelName string
 	Playbook  Playbook // nil: the persona has none
 	Backstop  Backstop // nil: none
+	Prepare   Prepare  // nil: none
 	// Delegator sends delegations over A2A (nil: decisions are recorded only).
 	Delegator Delegator
 
@@ -104,6 +105,7 @@ type Engine struct {
 	metrics *Metrics
 	log     *zap.Logger
 	ledger  *ledger
+	marks   pulseMarks
 
 	base       context.Context // parent of every run; cancelled on forced shutdown
 	cancelBase context.CancelCauseFunc
@@ -490,6 +492,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 			zap.Any("delegation", res.Delegation), zap.Any("tokens", res.Tokens))
 	}
 
+	e.markPulse(r, res)
 	r.mu.Lock()
 	r.result = res
 	r.mu.Unlock()

@@ -55,6 +55,7 @@ type rigOpts struct {
 	now        func() time.Time
 	store      *store.Memory
 	limits     engine.Options // ContextTokens, MaxCallsPer*, Max*Chars, ToolOutputMax: zero means the default
+	prepare    engine.Prepare
 }
 
 // echo is a read-only tool: it returns its argument.
@@ -127,7 +128,7 @@ func newRig(t *testing.T, o rigOpts, script ...llmtest.Reply) *rig {
 		Agent: p.Info, Persona: func() (*persona.Persona, error) { return p, nil }, Tools: set,
 		Model: m, ModelName: "test-model", Playbook: o.playbook, Backstop: o.backstop, Store: st,
 		MaxIterations: maxIter, SynthesisTimeout: 2 * time.Second, RunTimeout: 30 * time.Second, Log: o.log,
-		Metrics: o.metrics, TokenBudget: o.budget, Now: o.now,
+		Metrics: o.metrics, TokenBudget: o.budget, Now: o.now, Prepare: o.prepare,
 		ContextTokens: o.limits.ContextTokens, MaxCallsPerTurn: o.limits.MaxCallsPerTurn, MaxCallsPerRun: o.limits.MaxCallsPerRun,
 		MaxReplyChars: o.limits.MaxReplyChars, MaxAnswerChars: o.limits.MaxAnswerChars, ToolOutputMax: o.limits.ToolOutputMax,
 	})

@@ -16,6 +16,9 @@ import (
 const ceilingPrompt = "You have reached your step limit. Do not call tools. Give your best answer now from the evidence above, say what you did not get to check, and record nothing new."
 
 func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
+	if o, done := e.prepare(ctx, r); done {
+		return o
+	}
 	p := r.Persona
 	memory := e.loadMemory(ctx, r)
 	system := BuildPrompt(p, PromptInput{
@@ -24,7 +27,7 @@ func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
 	})
 	msgs := []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: system},
-		{Role: openai.ChatMessageRoleUser, Content: r.Req.Task},
+		{Role: openai.ChatMessageRoleUser, Content: r.Task()},
 	}
 	specs := toolDefs(r)
 	var o outcome

@@ -20,6 +20,9 @@ type Metrics struct {
 	runTokens     *prometheus.HistogramVec
 	// budgetRefusals counts model calls the token budget refused.
 	budgetRefusals *prometheus.CounterVec
+	// pulseUnchanged counts pulse runs that skipped the model: the same
+	// problems as the last tick.
+	pulseUnchanged prometheus.Counter
 	toolCalls      *prometheus.CounterVec
 	guardDenials   *prometheus.CounterVec
 	inFlight       prometheus.Gauge
@@ -52,6 +55,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		budgetRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecrew_agent_token_budget_refusals_total", Help: "Model calls not made because the token budget would be crossed, by scope (day|run).",
 		}, []string{"scope"}),
+		pulseUnchanged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kubecrew_agent_pulse_unchanged_total", Help: "Pulse runs that did not call the model: the problem set was the last tick's.",
+		}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecrew_agent_tool_calls_total", Help: "Tool calls by tool and outcome.",
 		}, []string{"tool", "outcome"}),
@@ -66,7 +72,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.runDuration, m.modelRequests, m.tokens, m.modelCalls, m.runTokens, m.budgetRefusals, m.toolCalls, m.guardDenials, m.inFlight, m.redactions)
+		reg.MustRegister(m.runs, m.runDuration, m.modelRequests, m.tokens, m.modelCalls, m.runTokens, m.budgetRefusals, m.pulseUnchanged, m.toolCalls, m.guardDenials, m.inFlight, m.redactions)
 	}
 	// Every known series exists from the start at 0: a rate over a series
 	// that appears with its first event misses that event.

@@ -39,8 +39,47 @@ type Run struct {
 	verdict    string
 	delegation *api.Delegation
 	calls      map[string]int // tool name → calls made
+	results    []ToolResult   // every call's result, in order
+	note       string         // added to the task by Prepare
+	digest     string         // the pulse state Prepare saw
 	result     api.RunResult
 	sweep      *Sweep
+}
+
+// ToolResult is one tool call of a run as the run's code sees it after
+// the run (a backstop checking what the model did): the arguments as sent
+// and the output as the model saw it (redacted, cut to the budget).
+type ToolResult struct {
+	ID      string
+	Name    string
+	Args    json.RawMessage
+	Output  string
+	Outcome string // tools.Outcome*
+	By      string // "playbook" for the run's own code, "" for the model
+}
+
+// Results returns the run's calls of the named tool, in order.
+func (r *Run) Results(name string) []ToolResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []ToolResult
+	for _, c := range r.results {
+		if c.Name == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Task is the task as the model is given it: the request's, with what the
+// persona's code added before the run (Prepare).
+func (r *Run) Task() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.note == "" {
+		return r.Req.Task
+	}
+	return r.Req.Task + "\n\n" + r.note
 }
 
 type runKey struct{}
@@ -147,7 +186,7 @@ func (r *Run) callTool(ctx context.Context, id, name string, args any, maxChars 
 			r.e.metrics.guardDenials.WithLabelValues("execution").Inc()
 		}
 	}
-	r.finishCall(ctx, id, name, "", start, out, outcome, redacted)
+	r.finishCall(ctx, id, name, "", args, start, out, outcome, redacted)
 	return out, outcome
 }
 
@@ -181,7 +220,7 @@ func (r *Run) CallTyped(ctx context.Context, id, name string, args any, fn func(
 	}
 	out, redacted := redact.String(out)
 	out = tools.Truncate(out, r.e.opts.ToolOutputMax)
-	r.finishCall(ctx, id, name, "playbook", start, out, outcome, redacted)
+	r.finishCall(ctx, id, name, "playbook", args, start, out, outcome, redacted)
 	return out, err
 }
 
@@ -223,13 +262,15 @@ func (r *Run) nameGate(ctx context.Context, name string) (out, outcome string) {
 	return "", ""
 }
 
-// finishCall counts the call and records tool_result.
-func (r *Run) finishCall(ctx context.Context, id, name, by string, start time.Time, out, outcome string, redacted redact.Counts) {
+// finishCall counts the call, keeps its result for the run's code and
+// records tool_result.
+func (r *Run) finishCall(ctx context.Context, id, name, by string, args any, start time.Time, out, outcome string, redacted redact.Counts) {
 	r.mu.Lock()
 	if r.calls == nil {
 		r.calls = map[string]int{}
 	}
 	r.calls[name]++
+	r.results = append(r.results, ToolResult{ID: id, Name: name, Args: rawArgs(args), Output: out, Outcome: outcome, By: by})
 	r.mu.Unlock()
 	r.e.metrics.toolCalls.WithLabelValues(metricToolName(r.e.opts.Tools, name), outcome).Inc()
 	ev := map[string]any{"id": id, "name": name, "outcome": outcome,

@@ -22,6 +22,8 @@ type Persona interface {
 	Playbook() engine.Playbook
 	// Backstop runs after a model run, or is nil.
 	Backstop() engine.Backstop
+	// Prepare runs before a model run, or is nil.
+	Prepare() engine.Prepare
 	// Tools are the registry tools the persona's code calls, all through
 	// the run's gated, counted path (its shipped AGENT_TOOLS grant them).
 	Tools() []string
@@ -53,4 +55,5 @@ type advisor string
 func (a advisor) Slug() string            { return string(a) }
 func (advisor) Playbook() engine.Playbook { return nil }
 func (advisor) Backstop() engine.Backstop { return nil }
+func (advisor) Prepare() engine.Prepare   { return nil }
 func (advisor) Tools() []string           { return nil }

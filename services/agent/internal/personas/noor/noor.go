@@ -224,17 +224,17 @@ func sweepAnswer(rep *kube.ProblemReport, fs []api.Finding, del *api.Delegation)
 	return b.String()
 }
 
-// Backstop is Noor's backstop in model mode: for sweeps and alerts, when
-// the model did not delegate, the sweep's choice is delegated in code; when
-// it recorded no findings, the sweep's are recorded. nil without a cluster.
+// Backstop is Noor's backstop in model mode: for every autonomous run
+// (pulse, alert, a peer's delegation or question), when the model did not
+// delegate, the sweep's choice is delegated in code; when it recorded no
+// findings, the sweep's are recorded. A manual run is a person's: what it
+// asks for is theirs to decide. nil without a cluster.
 func (n *Noor) Backstop() engine.Backstop {
 	if n.cluster == nil {
 		return nil
 	}
 	return func(ctx context.Context, r *engine.Run) error {
-		switch r.Req.WorkflowType {
-		case api.WorkflowPulseTask, api.WorkflowAlert:
-		default:
+		if !api.Autonomous(r.Req.WorkflowType) {
 			return nil
 		}
 		if r.Delegation() != nil || r.Calls("delegate_task") > 0 {

@@ -48,8 +48,8 @@ func (*Sol) Tools() []string { return []string{ToolBumpMemory, ToolRollout, Tool
 // Playbook is act: the delegated finding → ONE action.
 func (*Sol) Playbook() engine.Playbook { return engine.PlaybookFunc(act) }
 
-// Backstop: Sol has none.
-func (*Sol) Backstop() engine.Backstop { return nil }
+// Prepare: Sol has none (the delegated finding is his whole task).
+func (*Sol) Prepare() engine.Prepare { return nil }
 
 // His plans for a delegated finding.
 const (
@@ -128,7 +128,7 @@ func act(ctx context.Context, r *engine.Run) error {
 			return nil
 		}
 		// Tell the reviewer; fire and forget (a failure does not undo the PR).
-		msg := fmt.Sprintf("I opened a memory-limit PR for %s (finding %s). Please review it.\n%s", target(f), f.Key, playbook.FirstLine(out))
+		msg := reviewMessage(f, out)
 		if note, sent := playbook.Call(ctx, r, 2, ToolNotify, map[string]string{"agent_slug": ReviewerSlug, "message": msg}); !sent {
 			r.Log().Info("reviewer not notified: " + note)
 		}

@@ -56,9 +56,6 @@ func (v *Vera) Playbook() engine.Playbook {
 	return engine.PlaybookFunc(func(ctx context.Context, r *engine.Run) error { return review(ctx, r, v.rv) })
 }
 
-// Backstop: Vera has none.
-func (*Vera) Backstop() engine.Backstop { return nil }
-
 // NextPR is Vera's pick when no PR is named: the oldest open agent PR that
 // she did not propose and has not yet reviewed on its current head (one PR
 // per pass, the oldest first). ok is false when there is none.
@@ -121,14 +118,14 @@ func ReviewOldest(ctx context.Context, rv Reviewer) (*gitops.ReviewOutcome, erro
 var prRef = regexp.MustCompile(`(?i)(?:#|\bPR\s*#?|pull request\s*#?)(\d{1,9})\b`)
 
 // prNumber finds the PR a run is about: context.pr, else "#N" / "PR N" in
-// the task.
+// the task (with what Prepare added to it).
 func prNumber(r *engine.Run) (int, bool) {
 	if v := strings.TrimSpace(r.Req.Context["pr"]); v != "" {
 		if n, err := strconv.Atoi(strings.TrimPrefix(v, "#")); err == nil && n > 0 {
 			return n, true
 		}
 	}
-	if m := prRef.FindStringSubmatch(r.Req.Task); m != nil {
+	if m := prRef.FindStringSubmatch(r.Task()); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return n, n > 0
 	}
@@ -143,24 +140,12 @@ func review(ctx context.Context, r *engine.Run, rv Reviewer) error {
 	n, named := prNumber(r)
 	call := 1
 	if !named {
-		var next gitops.PR
-		var found bool
-		if _, err := playbook.Traced(ctx, r, "playbook-1", "list_agent_prs", map[string]string{"state": gitops.StateOpen}, func() (string, error) {
-			var err error
-			next, found, err = NextPR(ctx, rv)
-			switch {
-			case err != nil:
-				return "", err
-			case !found:
-				return "no open agent PR waiting for my review", nil
-			}
-			return fmt.Sprintf("oldest open agent PR waiting for my review: #%d %q by %s", next.Number, next.Title, next.Author), nil
-		}); err != nil {
+		next, found, err := pick(ctx, r, rv, "playbook-1")
+		if err != nil {
 			return err
 		}
 		if !found {
-			r.SetAnswer("Nothing to review: no open agent PR is waiting for my review.")
-			r.SetVerdict("nothing_to_review")
+			nothingToReview(r)
 			return nil
 		}
 		n, call = next.Number, 2
@@ -172,6 +157,29 @@ func review(ctx context.Context, r *engine.Run, rv Reviewer) error {
 	r.SetAnswer(describeReview(out))
 	r.SetVerdict(out.Verdict)
 	return nil
+}
+
+// pick is NextPR read through the run's list_agent_prs path (trace id id).
+func pick(ctx context.Context, r *engine.Run, rv Reviewer, id string) (gitops.PR, bool, error) {
+	var next gitops.PR
+	var found bool
+	_, err := playbook.Traced(ctx, r, id, "list_agent_prs", map[string]string{"state": gitops.StateOpen}, func() (string, error) {
+		var err error
+		next, found, err = NextPR(ctx, rv)
+		switch {
+		case err != nil:
+			return "", err
+		case !found:
+			return "no open agent PR waiting for my review", nil
+		}
+		return fmt.Sprintf("oldest open agent PR waiting for my review: #%d %q by %s", next.Number, next.Title, next.Author), nil
+	})
+	return next, found, err
+}
+
+func nothingToReview(r *engine.Run) {
+	r.SetAnswer("Nothing to review: no open agent PR is waiting for my review.")
+	r.SetVerdict("nothing_to_review")
 }
 
 // reviewOne reviews PR n: get_pr (the checks' verdict), review_pr, and
