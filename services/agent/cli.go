@@ -4,21 +4,35 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/kubecrew/kubecrew/pkg/buildinfo"
 	"github.com/kubecrew/kubecrew/pkg/logging"
+	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/services/agent/internal/app"
+	"github.com/kubecrew/kubecrew/services/agent/internal/command"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 )
 
 const usage = `agent — one kubecrew agent; AGENT_PERSONA picks the persona (noor, sol, vera, dax, ada or the slug).
 Usage: agent [--help | --version]. The configuration is the environment: built-in default < the persona's
-agent.env < the process environment (GET /info shows each value and where it came from).`
+agent.env < the process environment (GET /info shows each value and where it came from).
+Subcommands: agent scan [--namespace N] [--output text|json] [--fail-on SEVERITY] — one deterministic
+sweep of the current kubeconfig's cluster (agent scan --help).`
 
 func version() string { return buildinfo.Version + " (" + buildinfo.Revision() + ")" }
+
+// subcommand runs a subcommand (internal/command) or --help/--version; done
+// is false when the agent should serve.
+func subcommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (code int, done bool) {
+	if code, done := command.Run(ctx, args, command.Env{Getenv: getenv, Stdin: os.Stdin, Stdout: stdout, Stderr: stderr}); done {
+		return code, true
+	}
+	return settings.Flags(args, stdout, stderr, "agent", usage, version(), config.Specs())
+}
 
 // NewLogger returns the JSON logger writing to w at level.
 func NewLogger(w io.Writer, level string) *zap.Logger { return logging.New(w, logging.Level(level)) }

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/services/agent/internal/app"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 )
@@ -23,9 +22,10 @@ func main() {
 }
 
 // run starts the agent and blocks until ctx ends; it returns the exit code.
-// args are the command line without the program (--help, --version).
+// args are the command line without the program (--help, --version, or a
+// subcommand: scan, mcp).
 func run(ctx context.Context, args []string, getenv func(string) string, environ []string, stdout, stderr io.Writer) int {
-	if code, done := settings.Flags(args, stdout, stderr, "agent", usage, version(), config.Specs()); done {
+	if code, done := subcommand(ctx, args, getenv, stdout, stderr); done {
 		return code
 	}
 	cfg, err := config.Load(getenv, app.LoadPersona)
