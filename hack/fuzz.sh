@@ -37,6 +37,7 @@ targets=(
   "services/agent ./internal/engine FuzzSplitThink heavy"
   "services/agent ./internal/engine FuzzCutMiddle heavy"
   "services/agent ./internal/engine FuzzParseReport heavy"
+  "services/agent ./internal/mcpclient FuzzParseServers"
 )
 
 status=0

@@ -32,6 +32,16 @@ log "shared API server up: $KUBECREW_TEST_KUBECONFIG"
 # 3. Alertmanager (Debian package) for the core's integration tier
 if [[ -x hack/alertmanager/install.sh ]]; then hack/alertmanager/install.sh; fi
 
+# 3b. MCP servers from npm (kubernetes-mcp-server, the reference
+# server-everything) for the agent's MCP tests; mcptest skips without them,
+# and fails with CI=true
+if mcp_env=$(hack/mcp/install.sh); then
+  while IFS= read -r kv; do [[ -n $kv ]] && export "${kv?}"; done <<<"$mcp_env"
+  log "MCP test servers: installed"
+else
+  log "MCP test servers not installed (MCP tests skip; CI fails)"
+fi
+
 # 4. static checks
 hack/checkdeps.sh --build
 make --no-print-directory fmt vet sizes

@@ -103,8 +103,17 @@ func (s Set) Get(n string) (Tool, bool) {
 	return nil, false
 }
 
+// AutonomousReader is a tool that is not on AutonomousTools by name (its
+// name is not known when the binary is built: another MCP server's tool)
+// and says whether it may still be given to an autonomous run. Only a tool
+// that reads only may say yes (docs/ARCHITECTURE.md, "MCP").
+type AutonomousReader interface {
+	AutonomousReadOnly() bool
+}
+
 // ForMode applies the name gate: an autonomous run keeps only the tools on
-// the autonomous allowlist. It returns the kept set and the names removed.
+// the autonomous allowlist, and the AutonomousReaders that read only. It
+// returns the kept set and the names removed.
 func (s Set) ForMode(m Mode) (Set, []string) {
 	if m == ModeInteractive {
 		return s, nil
@@ -112,13 +121,18 @@ func (s Set) ForMode(m Mode) (Set, []string) {
 	var kept Set
 	var removed []string
 	for _, t := range s {
-		if AutonomousTools[t.Name()] {
+		if AutonomousTools[t.Name()] || autonomousReader(t) {
 			kept = append(kept, t)
 		} else {
 			removed = append(removed, t.Name())
 		}
 	}
 	return kept, removed
+}
+
+func autonomousReader(t Tool) bool {
+	r, ok := t.(AutonomousReader)
+	return ok && r.AutonomousReadOnly() && !t.Mutating()
 }
 
 // maxErrorChars bounds an error message shown to the model.

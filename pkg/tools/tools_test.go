@@ -106,6 +106,31 @@ func TestNameGate(t *testing.T) {
 	}
 }
 
+// reader is a tool the binary does not know by name (another MCP server's)
+// that says whether it may join an autonomous run.
+type reader struct {
+	tools.Tool
+	says, mutating bool
+}
+
+func (r reader) AutonomousReadOnly() bool { return r.says }
+func (r reader) Mutating() bool           { return r.mutating }
+
+// The name gate keeps an AutonomousReader only when it says yes AND is not
+// mutating: a tool cannot talk its way past the gate while it mutates.
+func TestNameGateAutonomousReaders(t *testing.T) {
+	base := tools.New("x", "d", false, func(context.Context, args) (string, error) { return "", nil })
+	for _, tc := range []struct {
+		says, mutating, kept bool
+	}{{true, false, true}, {false, false, false}, {true, true, false}, {false, true, false}} {
+		set := tools.Set{reader{Tool: tools.Alias("ext_read", base), says: tc.says, mutating: tc.mutating}}
+		kept, _ := set.ForMode(tools.ModeAutonomous)
+		if (len(kept) == 1) != tc.kept {
+			t.Errorf("says %v mutating %v: kept %v, want %v", tc.says, tc.mutating, kept.Names(), tc.kept)
+		}
+	}
+}
+
 func TestSchemaFromTheArgumentType(t *testing.T) {
 	tl := tools.New("ok", "d", false, func(context.Context, args) (string, error) { return "", nil })
 	s := string(tl.Parameters())

@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
@@ -33,6 +34,7 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/builtin"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
+	"github.com/kubecrew/kubecrew/services/agent/internal/mcpclient"
 	"github.com/kubecrew/kubecrew/services/agent/internal/server"
 )
 
@@ -83,6 +85,14 @@ type App struct {
 	forgeOK   bool
 	a2a       *a2aserver.Service
 
+	// MCP serves the persona's tools (mcp.go); mcpServed names them.
+	MCP       *mcp.Server
+	mcpServed []string
+	// mcpClient holds AGENT_MCP_SERVERS (mcp_consume.go); mcpExternal
+	// names their tools, which every run is given (through the gates).
+	mcpClient   *mcpclient.Client
+	mcpExternal []string
+
 	a2aTraces  *a2aclient.Traces
 	a2aMetrics *a2aclient.Metrics
 
@@ -128,12 +138,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		return nil, err
 	}
 
-	personaDir := cfg.PersonaDir
 	loadPersona := func() (*persona.Persona, error) {
-		if personaDir == "" {
+		if cfg.PersonaDir == "" {
 			return p, nil
 		}
-		return LoadPersona(personaDir, p.Slug) // re-read each run: a ConfigMap edit takes effect on the next run
+		return LoadPersona(cfg.PersonaDir, p.Slug) // re-read each run: a ConfigMap edit takes effect on the next run
 	}
 	code := a.persona()
 	eng, err := engine.New(engine.Options{
@@ -164,6 +173,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err := a.mountA2A(eng); err != nil {
 		return nil, err
 	}
+	a.mountMCP()
 	if err := a.setupPulse(ctx); err != nil {
 		return nil, err
 	}
@@ -222,7 +232,7 @@ func (a *App) toolSet(ctx context.Context, o Options) (tools.Set, *a2aclient.Cli
 		reg.Add(t)
 		names = append(names, t.Name())
 	}
-	names = append(names, cfg.Tools...)
+	names = append(append(names, cfg.Tools...), a.mcpExternal...)
 	set, err := reg.Resolve(names)
 	if err != nil {
 		var ute *tools.UnknownToolError
@@ -258,6 +268,18 @@ type Info struct {
 	UnknownSettings []settings.Unknown `json:"unknown_settings"`
 	// Warnings are the configuration's and the persona's, as logged at start.
 	Warnings []string `json:"warnings"`
+	// MCP is what POST /mcp and `agent mcp` serve.
+	MCP InfoMCP `json:"mcp"`
+}
+
+// InfoMCP is /info's MCP block.
+type InfoMCP struct {
+	// Served names the tools served (MCP_SERVE_MUTATING adds the mutating
+	// ones an autonomous run may call).
+	Served        []string `json:"served"`
+	ServeMutating bool     `json:"serve_mutating"`
+	// Servers are AGENT_MCP_SERVERS, each connected or down.
+	Servers []mcpclient.Status `json:"servers"`
 }
 
 type InfoAgent struct {
@@ -294,6 +316,10 @@ func (a *App) info(set tools.Set, model string) Info {
 
 		UnknownSettings: append([]settings.Unknown{}, a.Config.Unknown...),
 		Warnings:        a.warnings(),
+		MCP:             InfoMCP{Served: append([]string{}, a.mcpServed...), ServeMutating: a.Config.MCPServeMutating, Servers: []mcpclient.Status{}},
+	}
+	if a.mcpClient != nil {
+		in.MCP.Servers = a.mcpClient.Status()
 	}
 	if sw, ok := a.Store.(interface{ State() string }); ok {
 		in.StoreState = sw.State()

@@ -47,6 +47,7 @@ func (a *App) readyChecks(set tools.Set, model *llm.Client) ([]readiness.Check, 
 			}
 			return readiness.Result{State: "ok"}
 		}},
+		a.mcpReady(),
 	}, nil
 }
 

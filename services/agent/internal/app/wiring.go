@@ -86,7 +86,8 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		return err
 	}
 	reg.Add(pulseserver.ReportTool(a.Deliverer))
-	return nil
+	// last: another server's tools never shadow one of the agent's own
+	return a.mcpServers(ctx, reg)
 }
 
 // envelope builds the action envelope every mutating primitive asks

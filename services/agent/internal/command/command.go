@@ -1,6 +1,7 @@
 // Package command holds the agent binary's subcommands beside serving
 // (docs/ARCHITECTURE.md): `agent scan`, the one-shot deterministic
-// diagnosis for a terminal or a CI job.
+// diagnosis for a terminal or a CI job, and `agent mcp`, the persona's
+// tools served over MCP on stdio.
 package command
 
 import (
@@ -24,6 +25,8 @@ func Run(ctx context.Context, args []string, env Env) (code int, handled bool) {
 	switch args[0] {
 	case "scan":
 		return Scan(ctx, args[1:], env.Stdout, env.Stderr), true
+	case "mcp":
+		return MCP(ctx, args[1:], env), true
 	}
 	return 0, false
 }

@@ -125,6 +125,11 @@ type Values struct {
 	ActionsFleetBumpsPer30Days  int      // ACTIONS_FLEET_BUMPS_PER_30D
 	ActionsMaxGrowth            float64  // ACTIONS_MAX_GROWTH
 
+	// MCP (README.md, "MCP").
+	MCPServeMutating bool     // MCP_SERVE_MUTATING
+	MCPServers       string   // AGENT_MCP_SERVERS
+	MCPReadTools     []string // AGENT_MCP_READ_TOOLS
+
 	// StaticPeers is AGENT_PEERS parsed: slug → base URL.
 	StaticPeers map[string]string
 	// Retention is RETENTION parsed (0 keeps records forever).
@@ -195,6 +200,9 @@ var specs = []spec{
 	{"ACTIONS_BUMPS_PER_30D", "3", kInt, "memory-bump PRs per workload per 30 days", func(v *Values) any { return &v.ActionsBumpsPer30Days }},
 	{"ACTIONS_FLEET_BUMPS_PER_30D", "30", kInt, "memory-bump PRs per 30 days across the fleet", func(v *Values) any { return &v.ActionsFleetBumpsPer30Days }},
 	{"ACTIONS_MAX_GROWTH", "4", kFloat, "a memory limit never goes above this many times the first value seen", func(v *Values) any { return &v.ActionsMaxGrowth }},
+	{"AGENT_MCP_SERVERS", "", kString, "other MCP servers whose tools the agent adds as <name>_<tool>: name=URL or name=command args, separated by ';'", func(v *Values) any { return &v.MCPServers }},
+	{"AGENT_MCP_READ_TOOLS", "", kList, "those tools (names or patterns like k8s_pods_*) this persona may use as read-only, when their server annotates them readOnlyHint; every other one is mutating", func(v *Values) any { return &v.MCPReadTools }},
+	{"MCP_SERVE_MUTATING", "false", kBool, "also serve over MCP the mutating tools an autonomous run may call (still through the execution gate and the envelope); off: read-only tools only", func(v *Values) any { return &v.MCPServeMutating }},
 }
 
 func lookupSpec(name string) (spec, bool) {

@@ -67,3 +67,15 @@ func (c *Config) coherence() error {
 	}
 	return nil
 }
+
+// Secrets names the settings that hold a secret: a process the agent
+// starts (a stdio MCP server) does not inherit them.
+func Secrets() []string {
+	var out []string
+	for _, s := range specs {
+		if s.kind == kSecret {
+			out = append(out, s.name)
+		}
+	}
+	return out
+}
