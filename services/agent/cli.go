@@ -21,7 +21,8 @@ const usage = `agent — one kubecrew agent; AGENT_PERSONA picks the persona (no
 Usage: agent [--help | --version]. The configuration is the environment: built-in default < the persona's
 agent.env < the process environment (GET /info shows each value and where it came from).
 Subcommands: agent scan [--namespace N] [--output text|json] [--fail-on SEVERITY] — one deterministic
-sweep of the current kubeconfig's cluster (agent scan --help).`
+sweep of the current kubeconfig's cluster (agent scan --help); agent mcp — the persona's read-only
+tools over MCP on stdin/stdout (agent mcp --help).`
 
 func version() string { return buildinfo.Version + " (" + buildinfo.Revision() + ")" }
 
