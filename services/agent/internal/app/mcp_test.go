@@ -158,3 +158,39 @@ func TestMCPNeedsTheToken(t *testing.T) {
 		}
 	}
 }
+
+// A call over POST /mcp reads the real API server and answers redacted:
+// the secrets planted in an event, an env value and a ConfigMap never
+// reach the host.
+func TestMCPHTTPCallsAreRedacted(t *testing.T) {
+	env, ns := injectionCluster(t)
+	a := start(t, map[string]string{"AGENT_PERSONA": "noor", "KUBECONFIG": env.Kubeconfig, "AUTH_TOKEN": "mcp-s3cret"})
+	cs, err := mcpSession(t, a.url, "mcp-s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"k8s_get_events", map[string]any{"namespace": ns}, "Readiness probe failed"},
+		{"k8s_get_yaml", map[string]any{"kind": "deployments", "namespace": ns, "name": "payments"}, "DB_PASSWORD"},
+		{"k8s_get_yaml", map[string]any{"kind": "configmaps", "namespace": ns, "name": "payments-config"}, "app.properties"},
+		{"cluster_problems", map[string]any{"namespace": ns}, "OOMKilled"},
+	} {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: call.tool, Arguments: call.args})
+		if err != nil {
+			t.Fatalf("%s: %v", call.tool, err)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		if res.IsError || !strings.Contains(text, call.want) {
+			t.Errorf("%s: isError %v, lacks %q:\n%s", call.tool, res.IsError, call.want, text)
+		}
+		for _, s := range plantedSecrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s answered the planted secret %q", call.tool, s)
+			}
+		}
+	}
+}
