@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,9 +136,18 @@ func TestHeadlessIncidentReachesMerged(t *testing.T) {
 	var out bytes.Buffer
 	ctx := context.Background()
 	checked := false
+	// The core posts the investigation to a chat receiver of the test's
+	// own; a routes file lets the fixture namespace post (the built-in
+	// routes keep it quiet).
+	hook := newChatHook(t)
+	routes := filepath.Join(t.TempDir(), "routes.yaml")
+	if err := os.WriteFile(routes, []byte("defaults:\n  agent: platform-sre\n  notify: [webhook]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	o := Options{
 		Root: root, BinDir: bin, RunDir: runDir, Headless: true, CorePort: 0, AgentPort: 0,
 		Timeout: 3 * time.Minute, Environ: testEnviron(), Tier: testTier(t),
+		CoreEnv: map[string]string{"REPORT_WEBHOOK_URL": hook.srv.URL + "/hook", "ROUTES_FILE": routes, "NOTIFY_SETTLE": "60s"},
 		AfterIncident: func(f *Fleet, oc *Outcome, ierr error) {
 			checked = true
 			if ierr != nil {
@@ -144,6 +155,7 @@ func TestHeadlessIncidentReachesMerged(t *testing.T) {
 				return
 			}
 			checkLiveLoop(t, f, oc, filepath.Join(runDir, "gitops.git"), "apps/"+FixtureNamespace+"/broken-workloads.yaml")
+			checkChatPost(t, hook, oc)
 		},
 	}
 	start := time.Now()
@@ -162,6 +174,62 @@ func TestHeadlessIncidentReachesMerged(t *testing.T) {
 		}
 	}
 	assertAllGone(t, runDir)
+}
+
+// chatHook is a generic JSON chat webhook on the wire.
+type chatHook struct {
+	mu    sync.Mutex
+	posts []map[string]any
+	srv   *httptest.Server
+}
+
+func newChatHook(t *testing.T) *chatHook {
+	h := &chatHook{}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		h.mu.Lock()
+		h.posts = append(h.posts, m)
+		h.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *chatHook) snapshot() []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]map[string]any(nil), h.posts...)
+}
+
+// checkChatPost: the investigation reaches chat exactly once, with the
+// findings by severity, the PR and its link, and the review.
+func checkChatPost(t *testing.T, h *chatHook, oc *Outcome) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for len(h.snapshot()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond) // polling the receiver with a deadline
+	}
+	posts := h.snapshot()
+	if len(posts) != 1 {
+		t.Fatalf("the core posted %d times, want exactly 1: %v", len(posts), posts)
+	}
+	text, _ := posts[0]["text"].(string)
+	for _, want := range []string{
+		"Alert KubePodOOMKilled in " + FixtureNamespace,
+		"🔴 " + FixtureNamespace + "/Deployment/" + IncidentWorkload + " (app) — OOMKilled",
+		"PR: file://", "#pull/1",
+		"Review: code-reviewer — approve",
+		"Investigation " + oc.Decision.InvestigationID,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the chat post lacks %q:\n%s", want, text)
+		}
+	}
+	if posts[0]["thread"] != "investigation/"+oc.Decision.InvestigationID {
+		t.Errorf("thread = %v", posts[0]["thread"])
+	}
 }
 
 func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {

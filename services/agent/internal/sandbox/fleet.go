@@ -49,6 +49,8 @@ type FleetConfig struct {
 	ReadOnly   bool   // Sol without k8s_rollout
 	LLMBaseURL string // "" = deterministic mode
 	Environ    []string
+	// CoreExtra are more settings of the core; they win over CoreEnv's.
+	CoreExtra map[string]string
 }
 
 // Fleet is the running core and agents.
@@ -126,12 +128,16 @@ func AgentEnv(c FleetConfig, m Member, peers string) map[string]string {
 
 // CoreEnv is the core's environment.
 func CoreEnv(c FleetConfig, peers string) map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"LISTEN_ADDR":        net.JoinHostPort(c.Host, strconv.Itoa(c.CorePort)),
 		"AGENT_PEERS":        peers,
 		"ALERT_COOLDOWN":     "30m",
 		"AGENT_CALL_TIMEOUT": "600s",
 	}
+	for k, v := range c.CoreExtra {
+		env[k] = v
+	}
+	return env
 }
 
 // StartFleet starts the five agents, then the core, and waits until every

@@ -45,6 +45,9 @@ type Options struct {
 	Tier       string
 	LLMBaseURL string
 	Environ    []string
+	// CoreEnv are more settings of the core (tests: chat webhooks and a
+	// routes file, which the sandbox otherwise controls).
+	CoreEnv map[string]string
 	// AfterIncident, when set, is called with the running fleet once the
 	// incident has run (tests look at the live agents before the stop).
 	AfterIncident func(f *Fleet, o *Outcome, err error)
@@ -87,6 +90,7 @@ func Run(ctx, force context.Context, o Options, out io.Writer) (err error) {
 	fleet, err := StartFleetOnFreePorts(ctx, FleetConfig{
 		BinDir: r.o.BinDir, LogDir: r.logDir, Host: "127.0.0.1", CorePort: r.o.CorePort, AgentPort: r.o.AgentPort,
 		Kubeconfig: r.kubeconfig, GitOpsRepo: inc.Repo, ReadOnly: r.m == modeReadOnly, LLMBaseURL: r.o.LLMBaseURL, Environ: r.o.Environ,
+		CoreExtra: r.o.CoreEnv,
 	}, r.sup, out)
 	writePIDs(r.o.RunDir, nil, r.sup)
 	if err != nil {
