@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -121,11 +122,21 @@ func incidentChain(t *testing.T, noor *agenttest.Agent, peers map[string]string)
 // in the same thread (a Discord forum thread; the generic webhook's thread
 // key).
 func TestInvestigationPostedOnceToChat(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { postedOnce(t, store.NewMemory(nil)) })
+	t.Run("postgres", func(t *testing.T) { postedOnce(t, openPG(t, pgSchema(t))) })
+}
+
+// stampStore is a core store that shows its post stamps.
+type stampStore interface {
+	store.CoreStore
+	LastDelivery(ctx context.Context, agent, task, target string) (store.DeliveryStamp, error)
+}
+
+func postedOnce(t *testing.T, st stampStore) {
 	generic, discord := newChat(t, 0), newChat(t, 2)
 	peers := map[string]string{}
 	noor := agenttest.New(t, "platform-sre")
 	incidentChain(t, noor, peers)
-	st := store.NewMemory(nil)
 	c := newCore(t, coreOpts{store: st, peers: peers, notifyRetry: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}, env: map[string]string{
 		"AGENT_PEERS":         "platform-sre=" + noor.URL(),
 		"REPORT_WEBHOOK_URL":  generic.srv.URL + "/hook",
