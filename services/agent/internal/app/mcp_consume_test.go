@@ -235,3 +235,46 @@ func TestExternalMCPChildEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// name=URL: one agent consumes another's POST /mcp over streamable HTTP.
+// Noor's tools come over annotated read-only; Ada's allowlist takes two of
+// them, and only those two are read-only (the rest are mutating to her).
+func TestExternalMCPOverHTTP(t *testing.T) {
+	noor := start(t, map[string]string{"AGENT_PERSONA": "noor"})
+	ada := start(t, map[string]string{"AGENT_PERSONA": "ada", "AGENT_MCP_SERVERS": "noor=" + noor.url + "/mcp",
+		"AGENT_MCP_READ_TOOLS": "noor_cluster_problems,noor_k8s_nodes"})
+	_, body := do(t, http.MethodGet, ada.url+"/info", "")
+	var info struct {
+		Tools []struct {
+			Name     string `json:"name"`
+			Mutating bool   `json:"mutating"`
+		} `json:"tools"`
+		MCP struct {
+			Servers []struct {
+				Name, State, Transport string
+				Tools                  []string `json:"tools"`
+				ReadOnly               []string `json:"read_only"`
+			} `json:"servers"`
+		} `json:"mcp"`
+	}
+	if err := json.Unmarshal(body, &info); err != nil {
+		t.Fatal(err)
+	}
+	if len(info.MCP.Servers) != 1 {
+		t.Fatalf("/info mcp %s", body)
+	}
+	s := info.MCP.Servers[0]
+	if s.State != "connected" || s.Transport != "http" || len(s.Tools) != 8 || strings.Join(s.ReadOnly, ",") != "noor_cluster_problems,noor_k8s_nodes" {
+		t.Errorf("server %+v", s)
+	}
+	mutating := map[string]bool{}
+	for _, tl := range info.Tools {
+		mutating[tl.Name] = tl.Mutating
+	}
+	if m, ok := mutating["noor_cluster_problems"]; !ok || m {
+		t.Errorf("noor_cluster_problems: given %v, mutating %v", ok, m)
+	}
+	if m, ok := mutating["noor_k8s_get_events"]; !ok || !m {
+		t.Errorf("noor_k8s_get_events (off the allowlist): given %v, mutating %v", ok, m)
+	}
+}
