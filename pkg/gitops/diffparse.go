@@ -30,6 +30,22 @@ type diffLine struct {
 	NoEOL bool   // followed by "\ No newline at end of file"
 }
 
+// CountChanged counts the added and removed lines of a unified diff (its
+// +++/--- file headers are not changes). The sandbox, the eval judges and
+// the loop tests read a PR's size with it.
+func CountChanged(diff string) (plus, minus int) {
+	for _, l := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+"):
+			plus++
+		case strings.HasPrefix(l, "-"):
+			minus++
+		}
+	}
+	return plus, minus
+}
+
 var hunkHeaderRE = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
 
 // maxDiffLines bounds what the parser reads.

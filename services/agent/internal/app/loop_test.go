@@ -131,7 +131,7 @@ func TestDetectFixReviewLoopOnFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plus, minus := countChanged(diff); plus != 1 || minus != 1 || !strings.Contains(diff, "-              memory: 32Mi") || !strings.Contains(diff, "+              memory: 48Mi") {
+	if plus, minus := gitops.CountChanged(diff); plus != 1 || minus != 1 || !strings.Contains(diff, "-              memory: 32Mi") || !strings.Contains(diff, "+              memory: 48Mi") {
 		t.Errorf("diff is not +1/-1 32Mi→48Mi:\n%s", diff)
 	}
 	reviews, _ := forge.Reviews(ctx, prs[0].Number)
@@ -170,19 +170,6 @@ func TestDetectFixReviewLoopOnFixtures(t *testing.T) {
 		!strings.Contains(d.Result, "settle window") || !strings.Contains(again.Answer, "did not act (verdict refused") {
 		t.Errorf("second sweep: verdict %q, delegation %+v; want delegation_refused with Sol's refusal and the settle window", again.Verdict, d)
 	}
-}
-
-func countChanged(diff string) (plus, minus int) {
-	for _, l := range strings.Split(diff, "\n") {
-		switch {
-		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-		case strings.HasPrefix(l, "+"):
-			plus++
-		case strings.HasPrefix(l, "-"):
-			minus++
-		}
-	}
-	return
 }
 
 // fixturesRepo is a local GitOps repository holding the fixtures' manifests

@@ -208,7 +208,7 @@ func (d *driver) pullRequest(ctx context.Context) error {
 	if o.Diff, err = forge.Diff(ctx, o.PR.Number); err != nil {
 		return fmt.Errorf("reading PR #%d's diff: %w", o.PR.Number, err)
 	}
-	o.Plus, o.Minus = CountChanged(o.Diff)
+	o.Plus, o.Minus = gitops.CountChanged(o.Diff)
 	d.tl.Add(o.PR.CreatedAt, []string{diffExcerpt(o.Diff)}, "%s opened PR #%d %q (%s → %s), +%d/−%d:",
 		displayName(o.PR.Author), o.PR.Number, o.PR.Title, o.PR.Branch, o.PR.Base, o.Plus, o.Minus)
 	return nil

@@ -310,7 +310,7 @@ func checkLiveLoop(t *testing.T, f *Fleet, oc *Outcome, repo, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, m := CountChanged(diff); p != 1 || m != 1 || !strings.Contains(diff, "-              memory: 32Mi") || !strings.Contains(diff, "+              memory: 48Mi") {
+	if p, m := gitops.CountChanged(diff); p != 1 || m != 1 || !strings.Contains(diff, "-              memory: 32Mi") || !strings.Contains(diff, "+              memory: 48Mi") {
 		t.Errorf("diff is not +1/-1 32Mi → 48Mi:\n%s", diff)
 	}
 	// 6. Vera's review, and the merge

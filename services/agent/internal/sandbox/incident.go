@@ -169,20 +169,6 @@ func notifiedRun(r api.RunView, slug string) string {
 	return ""
 }
 
-// CountChanged counts added and removed lines of a unified diff.
-func CountChanged(diff string) (plus, minus int) {
-	for _, l := range strings.Split(diff, "\n") {
-		switch {
-		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-		case strings.HasPrefix(l, "+"):
-			plus++
-		case strings.HasPrefix(l, "-"):
-			minus++
-		}
-	}
-	return plus, minus
-}
-
 // diffExcerpt is the diff from its first hunk on (at most 20 lines).
 func diffExcerpt(diff string) string {
 	lines := strings.Split(strings.TrimRight(diff, "\n"), "\n")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 )
@@ -133,7 +134,7 @@ func TestChildEnv(t *testing.T) {
 func TestCountChangedAndLimitLine(t *testing.T) {
 	t.Parallel()
 	diff := "--- a/x.yaml\n+++ b/x.yaml\n@@ -1,3 +1,3 @@\n limits:\n-  memory: 32Mi\n+  memory: 48Mi\n ---\n"
-	if p, m := CountChanged(diff); p != 1 || m != 1 {
+	if p, m := gitops.CountChanged(diff); p != 1 || m != 1 {
 		t.Errorf("countChanged = +%d/-%d, want +1/-1", p, m)
 	}
 	if got := limitLine("a: 1\n  memory: 48Mi\n", diff); got != "memory: 48Mi" {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/agenttest"
 	"github.com/kubecrew/kubecrew/services/core/internal/app"
@@ -156,17 +157,8 @@ func do(t testing.TB, method, url string, body []byte, header ...string) (int, [
 	return resp.StatusCode, b, resp.Header
 }
 
-type decisionsAnswer struct {
-	Decisions []struct {
-		Fingerprint     string `json:"fingerprint"`
-		Alertname       string `json:"alertname"`
-		Status          string `json:"status"`
-		Decision        string `json:"decision"`
-		Agent           string `json:"agent"`
-		InvestigationID string `json:"investigation_id"`
-		Reason          string `json:"reason"`
-	} `json:"decisions"`
-}
+// decisionsAnswer is the webhook's answer.
+type decisionsAnswer = kapi.AlertsAnswer
 
 func decode[T any](t testing.TB, b []byte) T {
 	t.Helper()
