@@ -7,6 +7,8 @@ run pkg 'BenchmarkClusterProblems$' 5x
 # five times the cluster (3,000 namespaces, ~35,000 objects; loading takes minutes): BENCH_5X=1
 if [ "${BENCH_5X:-}" = 1 ]; then run pkg 'BenchmarkClusterProblems5x$' 3x; fi
 run services/agent 'BenchmarkStartToReady' 20x
+# one alert triage in model mode (eval.Competent on the fixtures): model calls and estimated prompt tokens
+run services/agent 'BenchmarkTriage' 5x
 run services/core 'BenchmarkWebhook' 2000x
 run pkg 'BenchmarkPruneMillionDecisions' 50x
 run services/core 'BenchmarkBusyQueueSoak' 300x
