@@ -26,6 +26,9 @@ const (
 	OutcomeCanceled  = "canceled"
 	// OutcomeRefused: the depth or cycle rule, or an invalid message.
 	OutcomeRefused = "refused"
+	// OutcomeBusy: the callee was at capacity and started nothing
+	// (api.BusyError); the message may be sent again later.
+	OutcomeBusy = "busy"
 )
 
 // AuditItem is one audit entry on the wire (GET /a2a/log, the core's

@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -132,6 +133,9 @@ type CallError struct {
 }
 
 func (e *CallError) Error() string {
+	if e.Outcome == OutcomeBusy {
+		return fmt.Sprintf("%s is %s; nothing was started", e.To, e.Err)
+	}
 	if e.Outcome == OutcomeRefused {
 		return fmt.Sprintf("%s refused the message: %s", e.To, strings.TrimPrefix(e.Err.Error(), "refused: "))
 	}
@@ -171,8 +175,19 @@ func (c *Client) Send(ctx context.Context, call Call) (Result, error) {
 		call.Finding = &f
 	}
 	depth := OutgoingDepth(call.RunDepth)
+	var noTime error
 	meta := Meta{Verb: call.Verb, Depth: depth, HasDepth: true, Caller: c.o.Self.Slug,
 		DiscussionID: call.DiscussionID, TraceID: call.TraceID, CallerRunID: call.CallerRunID}
+	if call.Verb != VerbNotify {
+		// A blocking call waits at most A2A_CALL_TIMEOUT and the calling
+		// run's time left; the callee gets that less the margin its answer
+		// needs (docs/ARCHITECTURE.md, "The time budget").
+		b, _ := api.BudgetOf(ctx, time.Now(), c.o.Timeout)
+		meta.BudgetMS = api.Millis(b)
+		if b < api.MinBudget {
+			noTime = fmt.Errorf("not sent: the calling run has %s left, too little for %s to answer", max(b, 0).Round(time.Millisecond), peer.Slug)
+		}
+	}
 	msg := NewMessage(text, call.Finding, meta)
 	res := Result{Peer: peer, MessageID: msg.ID, AuditID: msg.ID + ":" + DirectionSent, Depth: depth}
 
@@ -185,7 +200,7 @@ func (c *Client) Send(ctx context.Context, call Call) (Result, error) {
 	log := c.o.Log.With(zap.String("to", peer.Slug), zap.String("verb", string(call.Verb)),
 		zap.Int("depth", depth), zap.String("message_id", msg.ID), zap.String("discussion_id", call.DiscussionID))
 
-	if err := CheckSend(depth, c.o.MaxDepth); err != nil {
+	if err := cmp.Or(CheckSend(depth, c.o.MaxDepth), noTime); err != nil {
 		entry.Outcome, entry.Error = OutcomeRefused, err.Error()
 		now := c.o.Now().UTC()
 		entry.FinishedAt = &now
@@ -270,6 +285,9 @@ func (c *Client) send(ctx context.Context, peer Peer, verb Verb, msg *sdk.Messag
 		}
 		if errors.Is(err, sdk.ErrInvalidRequest) && strings.Contains(err.Error(), "refused: ") {
 			return Reply{}, OutcomeRefused, err
+		}
+		if busy, ok := api.ParseBusy(err.Error()); ok && errors.Is(err, sdk.ErrServerError) {
+			return Reply{}, OutcomeBusy, busy
 		}
 		if strings.Contains(err.Error(), "401") {
 			err = fmt.Errorf("%w (the peer wants a bearer token: check AUTH_TOKEN on both agents)", err)

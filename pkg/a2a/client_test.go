@@ -119,7 +119,8 @@ func TestSendDelegateOnTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Meta{Verb: VerbDelegate, Depth: 1, HasDepth: true, Caller: "platform-sre", DiscussionID: "disc-1", TraceID: "trace-1", CallerRunID: "noor-run-1"}
+	// A minute's call timeout: the callee's budget is that less a tenth.
+	want := Meta{Verb: VerbDelegate, Depth: 1, HasDepth: true, Caller: "platform-sre", DiscussionID: "disc-1", TraceID: "trace-1", CallerRunID: "noor-run-1", BudgetMS: 54000}
 	if meta != want {
 		t.Errorf("metadata on the wire = %+v, want %+v", meta, want)
 	}
@@ -256,13 +257,32 @@ func TestSendTimeoutSaysWhich(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	defer close(release)
-	c, st := newTestClient(t, srv.URL, "", 100*time.Millisecond)
+	c, st := newTestClient(t, srv.URL, "", 300*time.Millisecond)
 	_, err := c.Send(context.Background(), Call{To: "sol", Verb: VerbDelegate, Text: "restart web"})
-	if err == nil || !strings.Contains(err.Error(), "no answer from k8s-engineer within A2A_CALL_TIMEOUT (100ms)") {
+	if err == nil || !strings.Contains(err.Error(), "no answer from k8s-engineer within A2A_CALL_TIMEOUT (300ms)") {
 		t.Fatalf("error = %v", err)
 	}
 	if e := auditOf(t, st)[0]; e.Outcome != OutcomeFailed || e.Text != "restart web" {
 		t.Fatalf("audit = %+v", e)
+	}
+}
+
+// A calling run with too little time left sends nothing: the refusal is
+// in the audit log, and the peer never sees the message.
+func TestSendWithNoTimeLeftIsRefused(t *testing.T) {
+	t.Parallel()
+	fp, srv := startPeer(t, "", func(_ context.Context, p *sdk.MessageSendParams) (sdk.SendMessageResult, error) {
+		return completedTask(p, "done"), nil
+	})
+	c, st := newTestClient(t, srv.URL, "", time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Send(ctx, Call{To: "sol", Verb: VerbAsk, Text: "anything?"})
+	if err == nil || !strings.Contains(err.Error(), "too little for k8s-engineer to answer") {
+		t.Fatalf("error = %v", err)
+	}
+	if e := auditOf(t, st); len(e) != 1 || e[0].Outcome != OutcomeRefused || len(fp.received()) != 0 {
+		t.Fatalf("audit = %+v, peer got %d", e, len(fp.received()))
 	}
 }
 

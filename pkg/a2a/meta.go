@@ -21,6 +21,10 @@ const (
 	// KeyCallerRunID is the sender's run id, so the receiver's audit entry
 	// links both runs (an extension of the five keys above).
 	KeyCallerRunID = "kubecrew/caller_run_id"
+	// KeyBudgetMS is the sender's time budget for the callee's run in
+	// milliseconds (pkg/api/budget.go): sent on blocking messages, whose
+	// sender waits for the answer.
+	KeyBudgetMS = "kubecrew/budget_ms"
 )
 
 // Verb is what the sender wants.
@@ -58,6 +62,8 @@ type Meta struct {
 	DiscussionID string
 	TraceID      string
 	CallerRunID  string
+	// BudgetMS is the callee's time budget (0: none sent).
+	BudgetMS int64
 }
 
 // maxIDLen bounds ids and names taken from the wire.
@@ -86,6 +92,13 @@ func ParseMeta(md map[string]any) (Meta, error) {
 		}
 		m.Depth, m.HasDepth = d, true
 	}
+	if v, ok := md[KeyBudgetMS]; ok && v != nil {
+		ms, err := wholeNumber(KeyBudgetMS, v, maxBudgetMS)
+		if err != nil {
+			return Meta{}, err
+		}
+		m.BudgetMS = int64(ms)
+	}
 	for _, f := range []struct {
 		key string
 		dst *string
@@ -107,8 +120,17 @@ func ParseMeta(md map[string]any) (Meta, error) {
 // a Go integer or a decimal string; anything else, a fraction or a negative
 // number is an error.
 func depthValue(v any) (int, error) {
+	return wholeNumber(KeySocialDepth, v, 1e6)
+}
+
+// maxBudgetMS bounds a budget from the wire: a day.
+const maxBudgetMS = 24 * 3600 * 1000
+
+// wholeNumber reads metadata key's value v as depthValue describes, at most
+// limit.
+func wholeNumber(key string, v any, limit float64) (int, error) {
 	bad := func() (int, error) {
-		return 0, fmt.Errorf("%s must be a non-negative whole number, got %v", KeySocialDepth, v)
+		return 0, fmt.Errorf("%s must be a non-negative whole number up to %.0f, got %v", key, limit, v)
 	}
 	var f float64
 	switch x := v.(type) {
@@ -133,7 +155,7 @@ func depthValue(v any) (int, error) {
 	default:
 		return bad()
 	}
-	if f < 0 || f != math.Trunc(f) || f > 1e6 {
+	if f < 0 || f != math.Trunc(f) || f > limit {
 		return bad()
 	}
 	return int(f), nil
@@ -143,6 +165,9 @@ func depthValue(v any) (int, error) {
 // except the depth, which an agent always sends.
 func (m Meta) Map() map[string]any {
 	out := map[string]any{KeyVerb: string(m.Verb), KeySocialDepth: m.Depth}
+	if m.BudgetMS > 0 {
+		out[KeyBudgetMS] = m.BudgetMS
+	}
 	for k, v := range map[string]string{KeyCaller: m.Caller, KeyDiscussionID: m.DiscussionID, KeyTraceID: m.TraceID, KeyCallerRunID: m.CallerRunID} {
 		if v != "" {
 			out[k] = v

@@ -31,6 +31,10 @@ func TestParseMeta(t *testing.T) {
 		{name: "depth not a number", md: map[string]any{KeySocialDepth: "deep"}, wantErr: "non-negative whole number"},
 		{name: "depth an object", md: map[string]any{KeySocialDepth: map[string]any{}}, wantErr: "non-negative whole number"},
 		{name: "caller not a string", md: map[string]any{KeyCaller: 7.0}, wantErr: "kubecrew/caller must be a string"},
+		{name: "budget", md: map[string]any{KeyBudgetMS: 530000.0}, want: Meta{Verb: VerbAsk, BudgetMS: 530000}},
+		{name: "budget as string", md: map[string]any{KeyBudgetMS: "1500"}, want: Meta{Verb: VerbAsk, BudgetMS: 1500}},
+		{name: "negative budget", md: map[string]any{KeyBudgetMS: -5.0}, wantErr: "kubecrew/budget_ms must be a non-negative whole number"},
+		{name: "budget over a day", md: map[string]any{KeyBudgetMS: 9e9}, wantErr: "kubecrew/budget_ms must be a non-negative whole number up to 86400000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +58,7 @@ func TestParseMeta(t *testing.T) {
 
 func TestMetaRoundTrip(t *testing.T) {
 	t.Parallel()
-	m := Meta{Verb: VerbDelegate, Depth: 0, HasDepth: true, Caller: "platform-sre", DiscussionID: "d", TraceID: "t", CallerRunID: "r"}
+	m := Meta{Verb: VerbDelegate, Depth: 0, HasDepth: true, Caller: "platform-sre", DiscussionID: "d", TraceID: "t", CallerRunID: "r", BudgetMS: 42000}
 	raw, err := json.Marshal(m.Map())
 	if err != nil {
 		t.Fatal(err)

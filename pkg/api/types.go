@@ -159,6 +159,10 @@ type RunRequest struct {
 	Caller       string     `json:"caller,omitempty"`
 	SocialDepth  int        `json:"social_depth,omitempty"`
 	DiscussionID string     `json:"discussion_id,omitempty"`
+	// BudgetMS is the caller's time budget for the run in milliseconds
+	// (budget.go): the run ends within it, less a margin, with its best
+	// report. 0: the agent's RUN_TIMEOUT alone bounds it.
+	BudgetMS int64 `json:"budget_ms,omitempty"`
 }
 
 // Tokens counts model tokens of one run.
@@ -202,6 +206,9 @@ type Delegation struct {
 	Error   string  `json:"error,omitempty"`
 	// Verdict is the delegate's own verdict (action_taken, refused, …).
 	Verdict string `json:"verdict,omitempty"`
+	// Busy: the delegate was at capacity and started nothing (BusyError);
+	// the finding may be handed over again later.
+	Busy bool `json:"busy,omitempty"`
 }
 
 // Verdicts that say what came of a delegation, and the delegate's verdicts
@@ -210,6 +217,7 @@ const (
 	VerdictDelegated         = "delegated"          // the delegate accepted and acted
 	VerdictDelegationRefused = "delegation_refused" // the delegate answered and did not act: refused, read-only, a recommendation only
 	VerdictDelegationFailed  = "delegation_failed"  // not sent, the call failed, or the delegate's action failed
+	VerdictDelegationBusy    = "delegation_busy"    // the delegate was at capacity and started nothing; hand it over again later
 	VerdictActionTaken       = "action_taken"       // the delegate's: it acted
 	VerdictActionFailed      = "action_failed"      // the delegate's: it tried and the action failed
 	VerdictRefused           = "refused"            // the delegate's: it may not act (read-only, settle window, a gate)
@@ -223,6 +231,8 @@ const (
 // (an A2A agent outside the fleet) and completed counts as having acted.
 func (d Delegation) Outcome() string {
 	switch {
+	case d.Busy:
+		return VerdictDelegationBusy
 	case !d.Sent || d.Error != "" || d.Verdict == VerdictActionFailed:
 		return VerdictDelegationFailed
 	case d.Verdict == VerdictActionTaken || d.Verdict == "":

@@ -57,6 +57,9 @@ func (s *Client) Tools() []tools.Tool {
 		tools.New(ToolAsk, "Ask another agent of the fleet a question and wait for its answer. Agents: "+fleet+".", false,
 			func(ctx context.Context, a askArgs) (string, error) {
 				res, err := s.call(ctx, engine.RunFrom(ctx), a2a.VerbAsk, a.AgentSlug, a.Question, nil)
+				if msg, ok := busyAnswer(err); ok {
+					return msg, nil
+				}
 				if err != nil {
 					return "", err
 				}
@@ -65,6 +68,9 @@ func (s *Client) Tools() []tools.Tool {
 		tools.New(ToolNotify, "Tell another agent something without waiting for an answer (it works on it on its own). Agents: "+fleet+".", false,
 			func(ctx context.Context, a notifyArgs) (string, error) {
 				res, err := s.call(ctx, engine.RunFrom(ctx), a2a.VerbNotify, a.AgentSlug, a.Message, nil)
+				if msg, ok := busyAnswer(err); ok {
+					return msg, nil
+				}
 				if err != nil {
 					return "", err
 				}
@@ -96,6 +102,9 @@ func (s *Client) Tools() []tools.Tool {
 				// its agent: the record says what was actually delegated.
 				if d := delegation(a.AgentSlug, f, res, err); d.Sent || r.Delegation() == nil {
 					r.SetDelegation(d)
+				}
+				if msg, ok := busyAnswer(err); ok {
+					return msg, nil
 				}
 				if err != nil {
 					return "", err
@@ -142,6 +151,16 @@ func (s *Client) call(ctx context.Context, r *engine.Run, verb a2a.Verb, to, tex
 	return res, err
 }
 
+// busyAnswer is a tool's answer when the peer was at capacity: not an
+// error — nothing was started, and the message can be sent again later.
+func busyAnswer(err error) (string, bool) {
+	var ce *a2a.CallError
+	if !errors.As(err, &ce) || ce.Outcome != a2a.OutcomeBusy {
+		return "", false
+	}
+	return ce.Error() + ". This is not a failure: send it again after that, or leave it for the next sweep.", true
+}
+
 // describe is a tool's answer about a finished call.
 func describe(res a2a.Result, verbed string) string {
 	var b strings.Builder
@@ -178,6 +197,7 @@ func delegation(to string, f *api.Finding, res a2a.Result, err error) api.Delega
 	switch {
 	case err != nil:
 		d.Error = err.Error()
+		d.Busy = res.Outcome == a2a.OutcomeBusy
 	case res.Outcome == a2a.OutcomeCompleted || res.Outcome == a2a.OutcomePartial || res.Outcome == a2a.OutcomeAccepted:
 		d.Result = res.Answer
 		if d.Result == "" {

@@ -59,9 +59,12 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 		Text: rawText(msg), // what was said, even when it cannot be run
 	}
 	refuse := func(verb string, cause error, code error) error {
-		entry.Outcome, entry.Error, entry.FinishedAt = a2a.OutcomeRefused, cause.Error(), &now
+		if entry.Outcome == "" {
+			entry.Outcome = a2a.OutcomeRefused
+		}
+		entry.Error, entry.FinishedAt = cause.Error(), &now
 		s.recordReceived(ctx, &entry)
-		s.metrics.Messages.WithLabelValues(a2a.DirectionReceived, verb, a2a.OutcomeRefused).Inc()
+		s.metrics.Messages.WithLabelValues(a2a.DirectionReceived, verb, entry.Outcome).Inc()
 		s.log.Info("a2a message refused", zap.String("caller", entry.Caller), zap.String("verb", verb),
 			zap.Int("depth", entry.Depth), zap.String("message_id", msg.ID), zap.Error(cause))
 		return codeErr(code, cause)
@@ -100,6 +103,9 @@ func (h handler) accept(ctx context.Context, params *sdk.MessageSendParams) (*ac
 	run, err := eng.Start(ctx, runRequest(meta, in, depth, discussion))
 	if err != nil {
 		s.traces.Drop(discussion)
+		if busy := (*api.BusyError)(nil); errors.As(err, &busy) {
+			entry.Outcome = a2a.OutcomeBusy
+		}
 		return nil, refuse(entry.Verb, err, startErrCode(err))
 	}
 	entry.Outcome, entry.CalleeRunID = a2a.OutcomeAccepted, run.ID
@@ -144,7 +150,7 @@ func (s *Service) discussionOf(meta a2a.Meta, msg *sdk.Message) (string, error) 
 func runRequest(meta a2a.Meta, in a2a.Incoming, depth int, discussion string) api.RunRequest {
 	req := api.RunRequest{
 		Task: in.Text, WorkflowType: api.WorkflowA2AAsk, Caller: meta.Caller,
-		SocialDepth: depth, DiscussionID: discussion,
+		SocialDepth: depth, DiscussionID: discussion, BudgetMS: meta.BudgetMS,
 	}
 	if meta.Verb == a2a.VerbDelegate {
 		req.WorkflowType = api.WorkflowA2ADelegate
@@ -173,9 +179,14 @@ func runRequest(meta a2a.Meta, in a2a.Incoming, depth int, discussion string) ap
 // request's fault, the agent shutting down, or an internal error.
 func startErrCode(err error) error {
 	var ve *engine.ValidationError
+	var busy *api.BusyError
 	switch {
 	case errors.As(err, &ve):
 		return sdk.ErrInvalidParams
+	case errors.As(err, &busy):
+		// At capacity: the server error's text starts "busy: "
+		// (api.ParseBusy); the caller treats it as busy, not failed.
+		return sdk.ErrServerError
 	case errors.Is(err, engine.ErrShuttingDown):
 		return sdk.ErrServerError
 	}
@@ -271,7 +282,9 @@ func (h handler) OnSendMessage(ctx context.Context, params *sdk.MessageSendParam
 	}
 	res, err := acc.run.Wait(ctx)
 	if err != nil {
-		// The client left; the run goes on and its outcome is recorded.
+		// The caller stopped waiting: its run ends too, and its outcome is
+		// recorded (docs/ARCHITECTURE.md, "The time budget").
+		acc.run.CancelFor("the A2A caller stopped waiting for the answer")
 		return nil, codeErr(sdk.ErrInternalError, fmt.Errorf("client left before the run finished: %w", err))
 	}
 	t := a2a.TaskFromResult(res, acc.discussion)
@@ -296,15 +309,20 @@ func (h handler) OnSendMessageStream(ctx context.Context, params *sdk.MessageSen
 		if !yield(working, nil) {
 			return
 		}
-		h.streamResult(ctx, acc.run, acc.discussion, yield)
+		h.streamResult(ctx, acc.run, acc.discussion, true, yield)
 	}
 }
 
 // streamResult waits for run and yields its artifact and final status.
-func (h handler) streamResult(ctx context.Context, run *engine.Run, discussion string, yield func(sdk.Event, error) bool) {
+// When the client leaves first, the run is canceled if this stream was its
+// sender's (owner), not a resubscriber's.
+func (h handler) streamResult(ctx context.Context, run *engine.Run, discussion string, owner bool, yield func(sdk.Event, error) bool) {
 	res, err := run.Wait(ctx)
 	if err != nil {
-		return // the client left
+		if owner {
+			run.CancelFor("the A2A caller stopped reading the stream")
+		}
+		return
 	}
 	t := a2a.TaskFromResult(res, discussion)
 	art := &sdk.TaskArtifactUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Artifact: fitStream(a2a.ResultArtifact(res)), LastChunk: true}
@@ -362,7 +380,7 @@ func (h handler) OnResubscribeToTask(ctx context.Context, params *sdk.TaskIDPara
 			if !yield(a2a.WorkingTask(run.ID, contextOf(discussion, run.ID), run.Started), nil) {
 				return
 			}
-			h.streamResult(ctx, run, contextOf(discussion, run.ID), yield)
+			h.streamResult(ctx, run, contextOf(discussion, run.ID), false, yield)
 			return
 		}
 		t, err := h.OnGetTask(ctx, &sdk.TaskQueryParams{ID: params.ID})

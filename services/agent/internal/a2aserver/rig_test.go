@@ -55,6 +55,8 @@ func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type fleetOpts struct {
 	token    string
 	maxDepth int
+	// maxConcurrent is every node's AGENT_MAX_CONCURRENT_RUNS (0: no limit).
+	maxConcurrent int
 }
 
 // startFleet starts one node per playbook (keyed by persona name or slug; a
@@ -104,7 +106,7 @@ func startFleet(t testing.TB, o fleetOpts, playbooks map[string]engine.Playbook)
 		}
 		n.eng, err = engine.New(engine.Options{
 			Agent: p.Info, Persona: func() (*persona.Persona, error) { return p, nil }, Tools: set,
-			Playbook: pb, Store: n.store, RunTimeout: 30 * time.Second, Delegator: n.out,
+			Playbook: pb, Store: n.store, RunTimeout: 30 * time.Second, Delegator: n.out, MaxConcurrentRuns: o.maxConcurrent,
 		})
 		if err != nil {
 			t.Fatal(err)

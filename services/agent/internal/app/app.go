@@ -152,7 +152,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		MaxCallsPerTurn: cfg.MaxCallsPerTurn, MaxCallsPerRun: cfg.MaxCallsPerRun, MaxReplyChars: cfg.MaxReplyChars,
 		MaxAnswerChars: cfg.MaxAnswerChars, Temperature: float32(cfg.Temperature), ToolOutputMax: cfg.ToolOutputMaxChars,
 		MemoryMax: cfg.MemoryMaxChars, SynthesisTimeout: cfg.SynthesisTimeout,
-		RunTimeout: cfg.RunTimeout, Metrics: metrics, Log: log.Named("engine"),
+		RunTimeout: cfg.RunTimeout, MaxConcurrentRuns: cfg.MaxConcurrentRuns, Metrics: metrics, Log: log.Named("engine"),
 		Paused:      a.Envelope.Paused,
 		TokenBudget: engine.TokenBudget{Daily: cfg.TokenBudget, PerRun: cfg.RunTokenBudget},
 	})
@@ -270,6 +270,8 @@ type Info struct {
 	Warnings []string `json:"warnings"`
 	// MCP is what POST /mcp and `agent mcp` serve.
 	MCP InfoMCP `json:"mcp"`
+	// Budget is the chain of time budgets a run keeps (budget.go).
+	Budget []InfoBudget `json:"budget"`
 }
 
 // InfoMCP is /info's MCP block.
@@ -316,6 +318,7 @@ func (a *App) info(set tools.Set, model string) Info {
 
 		UnknownSettings: append([]settings.Unknown{}, a.Config.Unknown...),
 		Warnings:        a.warnings(),
+		Budget:          a.budgetChain(),
 		MCP:             InfoMCP{Served: append([]string{}, a.mcpServed...), ServeMutating: a.Config.MCPServeMutating, Servers: []mcpclient.Status{}},
 	}
 	if a.mcpClient != nil {

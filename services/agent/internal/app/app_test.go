@@ -225,32 +225,6 @@ func TestAsyncRunAndTrace(t *testing.T) {
 	}
 }
 
-func TestRunSurvivesClientDisconnect(t *testing.T) {
-	srv := llmtest.NewServer(t, llmtest.Slow(400*time.Millisecond, llmtest.Text("finished anyway")), llmtest.Text("x"), llmtest.Text("x"))
-	a := start(t, modelEnv(srv, "dax"))
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", a.url+"/run", strings.NewReader(`{"task":"slow one"}`))
-	if _, err := http.DefaultClient.Do(req); err == nil {
-		t.Fatal("the client was expected to give up")
-	}
-	var list struct {
-		Items []api.RunResult `json:"items"`
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		_, b := do(t, "GET", a.url+"/runs", "")
-		_ = json.Unmarshal(b, &list)
-		if len(list.Items) == 1 && list.Items[0].Status != api.StatusRunning {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if len(list.Items) != 1 || list.Items[0].Status != api.StatusCompleted || list.Items[0].Answer != "finished anyway" {
-		t.Fatalf("runs = %+v", list.Items)
-	}
-}
-
 func TestReadyReportsComponents(t *testing.T) {
 	a := start(t, map[string]string{"AGENT_PERSONA": "ada", "AGENT_TOOLS": "load_skill"})
 	code, body := do(t, "GET", a.url+"/ready", "")

@@ -68,6 +68,7 @@ type Values struct {
 	MaxCallsPerRun     int           // AGENT_MAX_TOOL_CALLS_PER_RUN
 	MaxReplyChars      int           // AGENT_MAX_REPLY_CHARS
 	MaxAnswerChars     int           // AGENT_MAX_ANSWER_CHARS
+	MaxConcurrentRuns  int           // AGENT_MAX_CONCURRENT_RUNS
 	Temperature        float64       // AGENT_TEMPERATURE
 	DisplayName        string        // AGENT_DISPLAY_NAME
 	LLMBaseURL         string        // LLM_BASE_URL
@@ -146,6 +147,7 @@ var specs = []spec{
 	{"AGENT_MAX_TOOL_CALLS_PER_RUN", "60", kInt, "tool calls per run; then the model must answer without tools (status partial)", func(v *Values) any { return &v.MaxCallsPerRun }},
 	{"AGENT_MAX_REPLY_CHARS", "16000", kInt, "one model reply (its text, each tool call's arguments) is cut to this", func(v *Values) any { return &v.MaxReplyChars }},
 	{"AGENT_MAX_ANSWER_CHARS", "16000", kInt, "a run's answer is cut to this (head and tail kept)", func(v *Values) any { return &v.MaxAnswerChars }},
+	{"AGENT_MAX_CONCURRENT_RUNS", "4", kInt, "runs in flight at once (pulse, alert, A2A, manual; alert runs one at a time); over it POST /run answers 429 with Retry-After and A2A a busy error", func(v *Values) any { return &v.MaxConcurrentRuns }},
 	{"AGENT_TEMPERATURE", "0", kFloat, "sampling temperature", func(v *Values) any { return &v.Temperature }},
 	{"AGENT_DISPLAY_NAME", "", kString, "persona display name in reports", func(v *Values) any { return &v.DisplayName }},
 	{"LLM_BASE_URL", "", kURL, "OpenAI-compatible endpoint, e.g. http://host:11434/v1", func(v *Values) any { return &v.LLMBaseURL }},
@@ -346,6 +348,9 @@ func (c *Config) parse() error {
 	}
 	if d, r := c.TokenBudget, c.RunTokenBudget; d > 0 && r > d {
 		return c.fail("AGENT_RUN_TOKEN_BUDGET", fmt.Sprintf("%d is more than AGENT_TOKEN_BUDGET (%d), the whole day's: lower one or raise the other", r, d))
+	}
+	if c.MaxConcurrentRuns < 1 {
+		return c.fail("AGENT_MAX_CONCURRENT_RUNS", "must be at least 1")
 	}
 	peers, err := c.parsePeers()
 	if err != nil {

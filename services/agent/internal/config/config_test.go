@@ -136,3 +136,39 @@ func TestTokenBudgetSettings(t *testing.T) {
 		}
 	}
 }
+
+// Time settings that contradict the run's budget are refused at start-up,
+// naming both settings and where each value came from.
+func TestContradictoryBudgetsRefusedNamingBoth(t *testing.T) {
+	model := map[string]string{"LLM_BASE_URL": "http://127.0.0.1:11434/v1", "AGENT_MODEL": "qwen3"}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string // "" = accepted
+	}{
+		{map[string]string{"RUN_TIMEOUT": "10s"}, "LLM_TIMEOUT: 6m40s (default) is not shorter than RUN_TIMEOUT (10s, environment)"},
+		{map[string]string{"RUN_TIMEOUT": "150s", "LLM_TIMEOUT": "100s"}, "SYNTHESIS_TIMEOUT: 3m0s (default) is not shorter than RUN_TIMEOUT (2m30s, environment)"},
+		{map[string]string{"RUN_TIMEOUT": "600s", "PULSE_TIMEOUT": "11m"}, "PULSE_TIMEOUT (environment): 11m0s (environment)"},
+		{map[string]string{"RUN_TIMEOUT": "600s", "PULSE_TIMEOUT": "10m", "LLM_TIMEOUT": "100s", "A2A_CALL_TIMEOUT": "300s"}, ""},
+		{map[string]string{"RUN_TIMEOUT": "600s"}, ""},
+	} {
+		env := map[string]string{"AGENT_PERSONA": "sol"}
+		for k, v := range model {
+			env[k] = v
+		}
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		_, err := config.Load(func(k string) string { return env[k] }, loader(""))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: refused: %v", tc.env, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: err = %v, want it to contain %q", tc.env, err, tc.want)
+		}
+	}
+	// Without a model, LLM_TIMEOUT is not used and not checked.
+	env := map[string]string{"AGENT_PERSONA": "sol", "RUN_TIMEOUT": "30s"}
+	if _, err := config.Load(func(k string) string { return env[k] }, loader("")); err != nil {
+		t.Errorf("deterministic agent with RUN_TIMEOUT=30s refused: %v", err)
+	}
+}

@@ -49,6 +49,9 @@ func (c *Config) coherence() error {
 		return c.fail("AGENT_MODEL", fmt.Sprintf("AGENT_MODEL=%s but LLM_BASE_URL is not set: set the endpoint "+
 			"(e.g. http://host:11434/v1), or AGENT_MODEL=none for the deterministic playbooks", c.Model))
 	}
+	if err := c.budgets(); err != nil {
+		return err
+	}
 	warn := func(format string, args ...any) { c.Warnings = append(c.Warnings, fmt.Sprintf(format, args...)) }
 	if c.LLMFallbackBaseURL == "" && (c.LLMFallbackModel != "" || c.LLMFallbackAPIKey != "") {
 		warn("LLM_FALLBACK_MODEL/LLM_FALLBACK_API_KEY are set without LLM_FALLBACK_BASE_URL: no fallback is used")

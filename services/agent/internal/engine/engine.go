@@ -89,6 +89,8 @@ type Options struct {
 	RunTimeout       time.Duration
 	// TokenBudget bounds the model tokens a day and a run may spend.
 	TokenBudget TokenBudget
+	// MaxConcurrentRuns bounds the runs in flight (capacity.go); 0: no limit.
+	MaxConcurrentRuns int
 
 	// Paused reports the action envelope's kill switch (README.md, "The
 	// action envelope"); nil: never. A run that starts or ends paused says
@@ -208,6 +210,9 @@ func Validate(req *api.RunRequest) error {
 	if req.SocialDepth < 0 {
 		return &ValidationError{"social_depth must not be negative"}
 	}
+	if err := validateBudget(req.BudgetMS); err != nil {
+		return err
+	}
 	for k := range req.Context {
 		if k == "" || len(k) > 100 {
 			return &ValidationError{"context keys must be 1-100 characters"}
@@ -217,9 +222,10 @@ func Validate(req *api.RunRequest) error {
 }
 
 // Start validates req, records the run and executes it in the background.
-// The run does not depend on ctx: a client that hangs up does not cancel
-// the work (it is recorded, not lost). Wait on the returned run for the
-// result.
+// The run does not depend on ctx; a caller that stops waiting ends it with
+// Run.CancelFor (the HTTP and A2A servers do), and it is recorded, not
+// lost. Wait on the returned run for the result. An agent at capacity
+// refuses with an *api.BusyError (capacity.go).
 func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 	if err := Validate(&req); err != nil {
 		return nil, err
@@ -235,7 +241,7 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 	set, removed := e.opts.Tools.ForMode(mode)
 	r := &Run{
 		ID: e.opts.NewID(), Req: req, Mode: mode, Tools: set, Persona: p,
-		Started: e.now().UTC(), e: e, done: make(chan struct{}),
+		Started: e.now().UTC(), e: e, done: make(chan struct{}), budget: e.BudgetFor(req),
 	}
 	r.log = e.log.With(zap.String("run_id", r.ID), zap.String("workflow_type", req.WorkflowType))
 	r.log.Debug("run started", zap.String("task", req.Task), zap.String("mode", mode.String()),
@@ -246,6 +252,12 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 	if e.closed {
 		e.mu.Unlock()
 		return nil, ErrShuttingDown
+	}
+	if err := e.admitLocked(req); err != nil {
+		e.mu.Unlock()
+		e.metrics.busy.WithLabelValues(req.WorkflowType).Inc()
+		r.log.Info("run refused: the agent is at capacity", zap.Error(err))
+		return nil, err
 	}
 	e.running[r.ID] = r
 	e.wg.Add(1)
@@ -263,6 +275,7 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 		"task": req.Task, "workflow_type": req.WorkflowType, "mode": mode.String(),
 		"caller": req.Caller, "social_depth": req.SocialDepth, "discussion_id": req.DiscussionID,
 		"tools": set.Names(), "model": e.modelName(),
+		"budget_ms": r.budget.Total.Milliseconds(), "budget_source": r.budget.Source, "model_budget_ms": r.budget.Model.Milliseconds(),
 	})
 	if e.opts.Paused != nil {
 		if line, paused := e.opts.Paused(ctx); paused {
@@ -277,8 +290,7 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 
 	cancelCtx, cancelRun := context.WithCancelCause(e.base)
 	r.cancel = cancelRun
-	runCtx, cancel := context.WithTimeoutCause(cancelCtx, e.opts.RunTimeout,
-		fmt.Errorf("run exceeded RUN_TIMEOUT (%s)", e.opts.RunTimeout))
+	runCtx, cancel := context.WithTimeoutCause(cancelCtx, r.budget.Total, &BudgetError{Budget: r.budget})
 	runCtx = tools.WithMode(runCtx, mode)
 	if t, ok := delegatedTarget(req); ok {
 		runCtx = tools.WithTarget(runCtx, t)
@@ -355,7 +367,7 @@ func (e *Engine) execute(ctx context.Context, r *Run) {
 		if e.opts.Model == nil {
 			res = e.runDeterministic(ctx, r)
 		} else {
-			res = e.runModel(ctx, r)
+			res = e.runModelWithin(ctx, r)
 		}
 	}()
 	e.finish(ctx, r, res)
@@ -396,6 +408,9 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	bg := context.WithoutCancel(ctx)
 	if cause := context.Cause(ctx); cause != nil && o.status != api.StatusFailed && o.err == nil && o.status != api.StatusPartial {
 		o.status, o.err = api.StatusFailed, cause
+	}
+	if be := (*BudgetError)(nil); errors.As(context.Cause(ctx), &be) {
+		r.spent.Store(true)
 	}
 	r.mu.Lock()
 	answer, verdict := r.answer, r.verdict

@@ -56,6 +56,9 @@ type rigOpts struct {
 	store      *store.Memory
 	limits     engine.Options // ContextTokens, MaxCallsPer*, Max*Chars, ToolOutputMax: zero means the default
 	prepare    engine.Prepare
+	runTimeout time.Duration
+	// maxConcurrent is AGENT_MAX_CONCURRENT_RUNS (0: no limit).
+	maxConcurrent int
 }
 
 // echo is a read-only tool: it returns its argument.
@@ -124,10 +127,14 @@ func newRig(t *testing.T, o rigOpts, script ...llmtest.Reply) *rig {
 	if maxIter == 0 {
 		maxIter = 6
 	}
+	runTimeout := o.runTimeout
+	if runTimeout == 0 {
+		runTimeout = 30 * time.Second
+	}
 	eng, err := engine.New(engine.Options{
 		Agent: p.Info, Persona: func() (*persona.Persona, error) { return p, nil }, Tools: set,
 		Model: m, ModelName: "test-model", Playbook: o.playbook, Backstop: o.backstop, Store: st,
-		MaxIterations: maxIter, SynthesisTimeout: 2 * time.Second, RunTimeout: 30 * time.Second, Log: o.log,
+		MaxIterations: maxIter, SynthesisTimeout: 2 * time.Second, RunTimeout: runTimeout, MaxConcurrentRuns: o.maxConcurrent, Log: o.log,
 		Metrics: o.metrics, TokenBudget: o.budget, Now: o.now, Prepare: o.prepare,
 		ContextTokens: o.limits.ContextTokens, MaxCallsPerTurn: o.limits.MaxCallsPerTurn, MaxCallsPerRun: o.limits.MaxCallsPerRun,
 		MaxReplyChars: o.limits.MaxReplyChars, MaxAnswerChars: o.limits.MaxAnswerChars, ToolOutputMax: o.limits.ToolOutputMax,

@@ -27,6 +27,7 @@ type Metrics struct {
 	guardDenials   *prometheus.CounterVec
 	inFlight       prometheus.Gauge
 	redactions     *prometheus.CounterVec
+	busy           *prometheus.CounterVec
 }
 
 // NewMetrics registers the engine's metrics with reg (nil: not registered).
@@ -70,9 +71,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		redactions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubecrew_agent_redacted_values_total", Help: "Values redacted from tool output, by kind (jwt, secret-pair, …).",
 		}, []string{"kind"}),
+		busy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubecrew_agent_runs_busy_total", Help: "Runs refused because the agent was at capacity (capacity.go), by workflow type.",
+		}, []string{"workflow_type"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.runs, m.runDuration, m.modelRequests, m.tokens, m.modelCalls, m.runTokens, m.budgetRefusals, m.pulseUnchanged, m.toolCalls, m.guardDenials, m.inFlight, m.redactions)
+		reg.MustRegister(m.runs, m.runDuration, m.modelRequests, m.tokens, m.modelCalls, m.runTokens, m.budgetRefusals, m.pulseUnchanged, m.toolCalls, m.guardDenials, m.inFlight, m.redactions, m.busy)
 	}
 	// Every known series exists from the start at 0: a rate over a series
 	// that appears with its first event misses that event.
@@ -83,6 +87,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		for _, p := range []string{passLoop, passSynthesis} {
 			m.modelCalls.WithLabelValues(w, p)
 		}
+		m.busy.WithLabelValues(w)
 	}
 	for _, k := range []string{"prompt", "completion"} {
 		m.tokens.WithLabelValues(k)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -31,6 +33,8 @@ type Run struct {
 	log    *zap.Logger
 	done   chan struct{}
 	cancel context.CancelCauseFunc
+	budget Budget
+	spent  atomic.Bool // the budget (or the model's share) ran out
 
 	mu         sync.Mutex
 	seq        int
@@ -331,6 +335,21 @@ func (r *Run) Cancel() {
 		r.cancel(ErrCanceled)
 	}
 }
+
+// CancelFor is Cancel saying why: a caller that stopped waiting ends the
+// run it waited for (docs/ARCHITECTURE.md, "The time budget").
+func (r *Run) CancelFor(why string) {
+	if r.cancel != nil {
+		r.cancel(fmt.Errorf("%w: %s", ErrCanceled, why))
+	}
+}
+
+// Budget returns the run's time budget.
+func (r *Run) Budget() Budget { return r.budget }
+
+// BudgetSpent reports whether the run's budget, or the model's share of
+// it, ran out before the run finished.
+func (r *Run) BudgetSpent() bool { return r.spent.Load() }
 
 // Finished reports whether the run has finished.
 func (r *Run) Finished() bool {

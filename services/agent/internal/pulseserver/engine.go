@@ -24,12 +24,22 @@ var _ pulse.Runner = EngineRunner{}
 
 // Run implements pulse.Runner.
 func (e EngineRunner) Run(ctx context.Context, req api.RunRequest) (api.RunResult, error) {
+	// The pulse timeout is the run's budget: the run ends inside it with
+	// its best report (docs/ARCHITECTURE.md, "The time budget").
+	// (Too short a timeout for a budget leaves the cancel below to end it.)
+	budget, ok := api.BudgetOf(ctx, time.Now(), 0)
+	if ok && budget >= api.MinBudget && req.BudgetMS == 0 {
+		req.BudgetMS = api.Millis(budget)
+	}
 	run, err := e.Engine.Start(ctx, req)
 	if err != nil {
 		return api.RunResult{}, err
 	}
 	res, err := run.Wait(ctx)
 	if err == nil {
+		if run.BudgetSpent() {
+			res.Error = fmt.Sprintf("PULSE_TIMEOUT bounds a pulse run (its budget_ms was %d): %s", req.BudgetMS, res.Error)
+		}
 		return res, nil
 	}
 	cause := context.Cause(ctx)

@@ -194,9 +194,15 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 	run, err := s.d.Engine.Start(r.Context(), req)
 	var ve *engine.ValidationError
+	var busy *api.BusyError
 	switch {
 	case errors.As(err, &ve):
 		WriteError(w, http.StatusBadRequest, ve.Msg)
+		return
+	case errors.As(err, &busy):
+		// At capacity: not a failure, the caller sends it again later.
+		w.Header().Set("Retry-After", strconv.Itoa(api.RetryAfterSeconds(busy.RetryAfter)))
+		WriteError(w, http.StatusTooManyRequests, busy.Error())
 		return
 	case errors.Is(err, engine.ErrShuttingDown):
 		WriteError(w, http.StatusServiceUnavailable, "agent is shutting down")
@@ -212,8 +218,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := run.Wait(r.Context())
 	if err != nil {
-		// The client hung up: the run goes on and is recorded.
-		s.d.Log.Info("client left before the run finished; it continues", zap.String("run_id", run.ID))
+		// The caller stopped waiting (hung up, or its own deadline passed):
+		// nobody will read the answer, so the run ends and is recorded.
+		run.CancelFor("the caller hung up before the run finished")
+		s.d.Log.Info("client left before the run finished; it is canceled", zap.String("run_id", run.ID))
 		return
 	}
 	WriteJSON(w, http.StatusOK, res)

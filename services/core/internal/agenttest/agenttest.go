@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"time"
 
@@ -148,7 +149,9 @@ func (a *Agent) Gate() chan struct{} {
 	return a.gate
 }
 
-// Reply sets the answer to each run: status code and body.
+// Reply sets the answer to each run: status code and body (an
+// *api.BusyError body is answered as an agent at capacity does, with
+// Retry-After).
 func (a *Agent) Reply(f func(req api.RunRequest) (int, any)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -257,6 +260,10 @@ func (a *Agent) run(w http.ResponseWriter, r *http.Request) {
 	}
 	if reply != nil {
 		code, body := reply(req)
+		if b, ok := body.(*api.BusyError); ok { // as an agent at capacity answers
+			w.Header().Set("Retry-After", strconv.Itoa(api.RetryAfterSeconds(b.RetryAfter)))
+			body = api.ErrorBody{Error: b.Error()}
+		}
 		api.WriteJSON(w, code, body)
 		return
 	}

@@ -43,7 +43,7 @@ var Prefixes = []string{"ALERT_", "CORE_", "ROUTES_", "AGENT_", "AUTH_", "PEER_"
 
 // agentSettings are the agents' settings with the core's prefixes: an
 // environment file given to both binaries carries them.
-var agentSettings = []string{"AGENT_PERSONA", "AGENT_TOOLS", "AGENT_MODEL", "AGENT_MAX_ITERATIONS", "AGENT_TEMPERATURE", "AGENT_DISPLAY_NAME"}
+var agentSettings = []string{"AGENT_PERSONA", "AGENT_TOOLS", "AGENT_MODEL", "AGENT_MAX_ITERATIONS", "AGENT_MAX_CONCURRENT_RUNS", "AGENT_TEMPERATURE", "AGENT_DISPLAY_NAME"}
 
 // Setting is one effective value for /info: where it came from
 // (env|default), secrets redacted.

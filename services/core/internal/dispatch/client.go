@@ -27,7 +27,13 @@ var ErrNotSupported = errors.New("not supported by this agent (404)")
 type StatusError struct {
 	Code int
 	Msg  string
+	// RetryAfter is the answer's Retry-After (a 429: the agent is at
+	// capacity, api.BusyError).
+	RetryAfter time.Duration
 }
+
+// Busy reports whether the agent answered that it is at capacity.
+func (e *StatusError) Busy() bool { return e.Code == http.StatusTooManyRequests }
 
 func (e *StatusError) Error() string { return fmt.Sprintf("agent answered %d: %s", e.Code, e.Msg) }
 
@@ -65,7 +71,18 @@ func (c *Client) URL(slug string) (string, bool) {
 
 // Run posts req to the agent's /run. With async the agent answers 202 at
 // once. A non-2xx answer is a *StatusError.
+//
+// A synchronous call carries the caller's time budget: what ctx has left
+// less the margin the answer needs (api.BudgetOf), so the agent ends its run
+// with its best report before the core stops waiting (docs/ARCHITECTURE.md,
+// "The time budget").
 func (c *Client) Run(ctx context.Context, slug string, req api.RunRequest, async bool) (api.RunResult, error) {
+	if b, ok := api.BudgetOf(ctx, time.Now(), 0); ok && !async && req.BudgetMS == 0 {
+		if b < api.MinBudget {
+			return api.RunResult{}, fmt.Errorf("agent %s: %s left of the call, below the shortest budget a run accepts (%s)", slug, b, api.MinBudget)
+		}
+		req.BudgetMS = api.Millis(b)
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return api.RunResult{}, fmt.Errorf("encode run request: %w", err)
@@ -195,7 +212,7 @@ func (c *Client) do(ctx context.Context, method, slug, path string, body []byte)
 		return nil, fmt.Errorf("agent %s %s %s: read answer: %w", slug, method, path, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, &StatusError{Code: resp.StatusCode, Msg: errorText(raw)}
+		return nil, &StatusError{Code: resp.StatusCode, Msg: errorText(raw), RetryAfter: api.ParseRetryAfter(resp.Header.Get("Retry-After"))}
 	}
 	return raw, nil
 }

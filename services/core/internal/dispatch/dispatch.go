@@ -123,12 +123,7 @@ func (d *Dispatcher) investigate(job Job) {
 		fmt.Errorf("AGENT_CALL_TIMEOUT (%s) elapsed", d.o.Timeout))
 	defer cancel()
 	log.Info("investigation dispatched")
-	res, err := d.run.Run(ctx, job.Agent, api.RunRequest{
-		Task:         job.Task,
-		WorkflowType: api.WorkflowAlert,
-		Context:      job.Context,
-		Caller:       "core",
-	}, false)
+	res, err := d.call(ctx, log, job)
 	if err != nil {
 		d.o.Metrics.AgentRequests.WithLabelValues(job.Agent, "run", "error").Inc()
 	} else {
@@ -137,6 +132,34 @@ func (d *Dispatcher) investigate(job Job) {
 	inv := d.finish(job, started, res, err)
 	log.Info("investigation finished", zap.String("status", inv.Status), zap.String("run_id", inv.RunID),
 		zap.Int("findings", len(inv.Findings)), zap.String("error", inv.Error))
+}
+
+// call runs the investigation on the agent. An agent at capacity (429) is
+// busy, not failed: the call is sent again after its Retry-After, with the
+// time left as its budget, until the call timeout; only then is it a
+// failure, saying the agent stayed busy.
+func (d *Dispatcher) call(ctx context.Context, log *zap.Logger, job Job) (api.RunResult, error) {
+	req := api.RunRequest{Task: job.Task, WorkflowType: api.WorkflowAlert, Context: job.Context, Caller: "core"}
+	for {
+		res, err := d.run.Run(ctx, job.Agent, req, false)
+		var se *StatusError
+		if !errors.As(err, &se) || !se.Busy() {
+			return res, err
+		}
+		d.o.Metrics.AgentRequests.WithLabelValues(job.Agent, "run", "busy").Inc()
+		wait := max(se.RetryAfter, time.Second)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait+api.MinBudget {
+			return res, fmt.Errorf("agent %s stayed busy until the call timeout: %s", job.Agent, se.Msg)
+		}
+		log.Info("agent busy: the investigation waits and is sent again", zap.Duration("retry_after", wait), zap.String("reason", se.Msg))
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return res, fmt.Errorf("agent %s was busy (%s), then %w", job.Agent, se.Msg, context.Cause(ctx))
+		}
+	}
 }
 
 // finish records the outcome, frees the slot and calls the job's Done.

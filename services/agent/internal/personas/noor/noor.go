@@ -205,6 +205,8 @@ func sweepAnswer(rep *kube.ProblemReport, fs []api.Finding, del *api.Delegation)
 	if del != nil {
 		b.WriteString("\n")
 		switch {
+		case del.Busy:
+			fmt.Fprintf(&b, "Chose %s for %s, which is busy and started nothing (not a failure; the next sweep hands it over again): %s", del.Finding.Key, del.To, del.Error)
 		case del.Outcome() == api.VerdictDelegationRefused:
 			fmt.Fprintf(&b, "Asked %s to fix %s; it did not act (verdict %s, their run %s): %s", del.To, del.Finding.Key, del.Verdict, del.RunID, playbook.FirstLine(del.Result))
 		case del.Sent && del.Error == "" && del.Verdict == api.VerdictActionFailed:
