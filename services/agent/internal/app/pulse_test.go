@@ -73,9 +73,9 @@ func TestPulseTimeoutDefault(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{map[string]string{"PULSE_INTERVAL": "45m"}, "20m0s"},                      // min(22m30s, RUN_TIMEOUT 1200s)
-		{map[string]string{"PULSE_INTERVAL": "30m"}, "15m0s"},                      // half the interval
-		{map[string]string{"PULSE_INTERVAL": "2h", "PULSE_TIMEOUT": "5m"}, "5m0s"}, // explicit
+		{map[string]string{"PULSE_INTERVAL": "45m"}, "20m0s"},                                             // min(22m30s, RUN_TIMEOUT 1200s)
+		{map[string]string{"PULSE_INTERVAL": "30m"}, "15m0s"},                                             // half the interval
+		{map[string]string{"PULSE_INTERVAL": "2h", "PULSE_TIMEOUT": "5m"}, "5m0s"},                        // explicit
 		{map[string]string{"PULSE_INTERVAL": "2h", "PULSE_TIMEOUT": "50m", "RUN_TIMEOUT": "1h"}, "50m0s"}, // above the default RUN_TIMEOUT: refused (config)
 	}
 	for _, c := range cases {
