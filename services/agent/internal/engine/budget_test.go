@@ -30,8 +30,8 @@ func TestBudgetRunsOutThePlaybookAnswers(t *testing.T) {
 		budgetMS   int64
 		source     string
 	}{
-		{"caller's budget_ms", 30 * time.Second, 1000, "the caller's budget_ms 1000"},
-		{"RUN_TIMEOUT", 800 * time.Millisecond, 0, "RUN_TIMEOUT"},
+		{"caller's budget_ms", 30 * time.Second, 3000, "the caller's budget_ms 3000"},
+		{"RUN_TIMEOUT", 2500 * time.Millisecond, 0, "RUN_TIMEOUT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, rigOpts{playbook: sweepPlaybook, runTimeout: tc.runTimeout, timeout: time.Minute},
