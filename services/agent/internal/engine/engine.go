@@ -370,6 +370,9 @@ func (e *Engine) execute(ctx context.Context, r *Run) {
 			res = e.runModelWithin(ctx, r)
 		}
 	}()
+	if be := (*BudgetError)(nil); errors.As(context.Cause(ctx), &be) {
+		r.spent.Store(true)
+	}
 	e.finish(ctx, r, res)
 }
 
@@ -408,9 +411,6 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	bg := context.WithoutCancel(ctx)
 	if cause := context.Cause(ctx); cause != nil && o.status != api.StatusFailed && o.err == nil && o.status != api.StatusPartial {
 		o.status, o.err = api.StatusFailed, cause
-	}
-	if be := (*BudgetError)(nil); errors.As(context.Cause(ctx), &be) {
-		r.spent.Store(true)
 	}
 	r.mu.Lock()
 	answer, verdict := r.answer, r.verdict
