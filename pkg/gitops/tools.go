@@ -32,7 +32,7 @@ func Tools(f Forge, me string, opts Options) []tools.Tool {
 // Tools returns the service's tools.
 func (s *Service) Tools() []tools.Tool {
 	return []tools.Tool{
-		s.bumpTool(), s.listTool(), s.getTool(), s.reviewTool(), s.mergeTool(), s.readTool(), s.listFilesTool(),
+		s.bumpTool(), s.listTool(), s.getTool(), s.reviewTool(), s.mergeTool(), s.readTool(), s.listFilesTool(), s.searchTool(),
 	}
 }
 

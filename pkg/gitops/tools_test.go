@@ -13,7 +13,7 @@ import (
 func TestToolSpecsGolden(t *testing.T) {
 	t.Parallel()
 	set := tools.Set(Tools(nil, "k8s-engineer", Options{}))
-	want := []string{ToolBumpWorkloadMemory, ToolListAgentPRs, ToolGetPR, ToolReviewPR, ToolMergeIfTrivial, ToolReadRepoFile, ToolListRepoFiles}
+	want := []string{ToolBumpWorkloadMemory, ToolListAgentPRs, ToolGetPR, ToolReviewPR, ToolMergeIfTrivial, ToolReadRepoFile, ToolListRepoFiles, ToolSearchRepo}
 	if strings.Join(set.Names(), ",") != strings.Join(want, ",") {
 		t.Fatalf("tools %v", set.Names())
 	}

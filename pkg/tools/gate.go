@@ -82,5 +82,5 @@ var AutonomousTools = map[string]bool{
 	"k8s_rollout": true,
 	// gitops
 	"bump_workload_memory": true, "list_agent_prs": true, "get_pr": true, "review_pr": true,
-	"merge_if_trivial": true, "read_repo_file": true, "list_repo_files": true,
+	"merge_if_trivial": true, "read_repo_file": true, "list_repo_files": true, "search_repo": true,
 }

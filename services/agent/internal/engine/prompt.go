@@ -59,13 +59,15 @@ const (
 const maxContextValue = 1000
 
 // BuildPrompt assembles the system prompt, always in this order: operator
-// discipline → untrusted data → AGENTS.md → PULSE.md → today's date (UTC) → prior findings →
-// context key/values → Identity.md → MEMORY → skills catalog → output
-// contract.
+// discipline → untrusted data → AGENTS.md → PULSE.md (pulse runs only: the
+// other runs are not one of its tasks) → today's date (UTC) → prior
+// findings → context key/values → Identity.md → MEMORY → skills catalog →
+// output contract. HTML comments in the persona files are notes for their
+// editors (PULSE.md's parsing rules), not for the model: they are left out.
 func BuildPrompt(p *persona.Persona, in PromptInput) string {
 	var b strings.Builder
 	section := func(title, body string) {
-		body = strings.TrimSpace(body)
+		body = strings.TrimSpace(editorNotes.ReplaceAllString(body, ""))
 		if body == "" {
 			return
 		}
@@ -78,7 +80,9 @@ func BuildPrompt(p *persona.Persona, in PromptInput) string {
 	section("", OperatorDiscipline)
 	section("", UntrustedData)
 	section("Behavior instructions (AGENTS.md)", p.AgentsMD)
-	section("My proactive tasks (PULSE.md)", p.PulseMD)
+	if in.WorkflowType == api.WorkflowPulseTask {
+		section("My proactive tasks (PULSE.md)", p.PulseMD)
+	}
 	section("Today", fmt.Sprintf("Today is %s (UTC).", in.Now.UTC().Format("Monday 2006-01-02")))
 	section("Prior findings", renderPriorFindings(in.Context))
 	section("Context", renderContext(in.Context, in.WorkflowType))
@@ -166,6 +170,9 @@ func FrameToolOutput(tool, out string) string {
 	out = toolOutputClose.ReplaceAllString(out, "</tool_output_")
 	return "<tool_output tool=\"" + safetext.Clean(tool, 64) + "\">\n" + out + "\n</tool_output>"
 }
+
+// editorNotes are HTML comments, with the line break after them.
+var editorNotes = regexp.MustCompile(`(?s)<!--.*?-->\n?`)
 
 // toolOutputClose finds "</tool_output" in any case and spacing.
 var toolOutputClose = regexp.MustCompile(`(?i)<\s*/\s*tool_output`)
