@@ -3,6 +3,7 @@ module github.com/kubecrew/kubecrew/pkg
 go 1.26.0
 
 require (
+	github.com/PagerDuty/go-pagerduty v1.8.0
 	github.com/a2aproject/a2a-go v0.3.3
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-logr/zapr v1.3.0

@@ -86,6 +86,7 @@ type CoreStore interface {
 	// Pruner applies RETENTION to the core's records (CoreData).
 	Pruner
 	Actions
+	Escalations
 	Kind() string
 	Ping(ctx context.Context) error
 }

@@ -62,6 +62,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		{"retention", contractPrune},
 		{"actions", contractActions},
 		{"finding lifecycle", contractLifecycle},
+		{"escalations", contractEscalations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

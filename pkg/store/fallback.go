@@ -29,6 +29,8 @@ type snapshot struct {
 	actions    []ActionRecord
 	// actionsState was set during the outage (At not zero).
 	actionsState ActionsState
+	checks       []ActionCheck
+	pages        []PageRecord
 }
 
 func (m *Memory) snapshot() snapshot {
@@ -65,6 +67,10 @@ func (m *Memory) snapshot() snapshot {
 	}
 	s.actions = append(s.actions, m.actions...)
 	s.actionsState = m.actionsState
+	s.checks = append(s.checks, m.checks...)
+	for _, p := range m.pages {
+		s.pages = append(s.pages, p)
+	}
 	s.pulseLocks = len(m.locks)
 	return s
 }
@@ -163,6 +169,16 @@ func (p *Postgres) importSnapshot(ctx context.Context, s snapshot) error {
 		b.Queue(`INSERT INTO actions_state (id, paused, reason, by_whom, at) VALUES (1,$1,$2,$3,$4)
 			ON CONFLICT (id) DO UPDATE SET paused=EXCLUDED.paused, reason=EXCLUDED.reason, by_whom=EXCLUDED.by_whom, at=EXCLUDED.at
 			WHERE actions_state.at IS NULL OR actions_state.at <= EXCLUDED.at`, as.Paused, as.Reason, as.By, as.At)
+	}
+	for _, c := range s.checks {
+		b.Queue(`INSERT INTO action_checks (`+checkCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) ON CONFLICT (id) DO NOTHING`,
+			c.ID, c.ActionID, c.Agent, c.Namespace, c.Kind, c.Name, c.Container, c.Status, c.Detail, c.PageKey, c.Paged, c.At)
+	}
+	for _, p := range s.pages { // a resolve made during the outage wins; an open claim never reopens a resolved one
+		b.Queue(`INSERT INTO pages (`+pageCols+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)
+			ON CONFLICT (key) DO UPDATE SET resolved_at = COALESCE(pages.resolved_at, EXCLUDED.resolved_at),
+				note = CASE WHEN pages.resolved_at IS NULL THEN EXCLUDED.note ELSE pages.note END`,
+			p.Key, p.Target, p.Origin, p.Summary, p.Link, p.OpenedAt, p.ResolvedAt, p.Note)
 	}
 	for _, d := range s.decisions {
 		queueDecision(b, d, true)

@@ -35,7 +35,9 @@ type Memory struct {
 	actionsState ActionsState
 	actions      []ActionRecord
 
-	lives map[lifeKey]FindingState // the findings' lifecycle
+	lives  map[lifeKey]FindingState // the findings' lifecycle
+	checks []ActionCheck
+	pages  map[string]PageRecord
 }
 
 type agentKey struct{ agent, key string }
@@ -70,6 +72,7 @@ func NewMemory(now func() time.Time) *Memory {
 		alerts:   map[string]AlertState{},
 		inFlight: map[string]map[string]struct{}{},
 		invs:     map[string]Investigation{},
+		pages:    map[string]PageRecord{},
 	}
 }
 

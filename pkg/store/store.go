@@ -193,6 +193,7 @@ type AgentStore interface {
 	Pruner
 	Actions
 	Lifecycle
+	Escalations
 	// Kind is "memory" or "postgres" (what /info and /ready report).
 	Kind() string
 	Ping(ctx context.Context) error
