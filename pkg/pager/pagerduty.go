@@ -84,4 +84,3 @@ func nonEmpty(s, def string) string {
 	}
 	return s
 }
-
