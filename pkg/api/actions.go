@@ -33,4 +33,24 @@ type ActionView struct {
 	Change    string    `json:"change,omitempty"`
 	Why       string    `json:"why,omitempty"`
 	At        time.Time `json:"at"`
+	// Checks are the follow-up checks of a change that was made, newest
+	// first (README.md, "The action envelope": verify, then escalate).
+	Checks []CheckView `json:"checks,omitempty"`
+}
+
+// CheckView is one follow-up check of an action: did the problem stop, is
+// the workload available, and whether a human was paged.
+type CheckView struct {
+	ID        string    `json:"id"`
+	ActionID  string    `json:"action_id"`
+	Agent     string    `json:"agent"`
+	Namespace string    `json:"namespace,omitempty"`
+	Kind      string    `json:"kind,omitempty"`
+	Name      string    `json:"name,omitempty"`
+	Container string    `json:"container,omitempty"`
+	Status    string    `json:"status"` // fixed|not_fixed|unknown
+	Detail    string    `json:"detail"`
+	PageKey   string    `json:"page_key,omitempty"`
+	Paged     string    `json:"paged,omitempty"` // triggered|resolved|already open|failed: …
+	At        time.Time `json:"at"`
 }

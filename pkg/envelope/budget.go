@@ -26,7 +26,9 @@ func (e *Envelope) overBudget(ctx context.Context, a tools.Action, t tools.Chang
 	switch a {
 	case ActionRestart:
 		perWorkload, fleet, window = e.cfg.RestartsPerHour, e.cfg.FleetRestartsPerHour, RestartWindow
-	case ActionBump:
+	case ActionBump, ActionMerge:
+		// Opened and merged bumps are counted apart: at most N PRs per
+		// workload, and at most N of them merged into production.
 		perWorkload, fleet, window = e.cfg.BumpsPer30Days, e.cfg.FleetBumpsPer30Days, BumpWindow
 	default:
 		return "", nil, false
@@ -48,7 +50,7 @@ func (e *Envelope) overBudget(ctx context.Context, a tools.Action, t tools.Chang
 	if len(all) >= fleet {
 		return fmt.Sprintf("fleet budget: %d %s across the fleet in the last %s (at most %d)", len(all), what(a), window, fleet), all, true
 	}
-	if a == ActionBump {
+	if a == ActionBump || a == ActionMerge {
 		return e.ceiling(ctx, t)
 	}
 	return "", nil, false
@@ -57,13 +59,18 @@ func (e *Envelope) overBudget(ctx context.Context, a tools.Action, t tools.Chang
 // ceiling refuses a memory limit above MaxGrowth × the first value seen
 // for the container: a leak is not fixed by more memory forever.
 func (e *Envelope) ceiling(ctx context.Context, t tools.Change) (string, []store.ActionRecord, bool) {
-	hist, err := e.st.ListActions(ctx, store.ActionFilter{Action: string(ActionBump), Namespace: t.Namespace, Kind: t.Kind,
+	all, err := e.st.ListActions(ctx, store.ActionFilter{Namespace: t.Namespace, Kind: t.Kind,
 		Name: t.Name, Container: t.Container}, store.MaxLimit)
 	if err != nil {
 		return fmt.Sprintf("the action history could not be read (%v), so the ceiling cannot be checked", err), nil, true
 	}
+	var hist []store.ActionRecord
 	first := t.Old
-	for _, r := range hist { // newest first: the last with a value is the first seen
+	for _, r := range all { // newest first: the last with a value is the first seen
+		if r.Action != string(ActionBump) && r.Action != string(ActionMerge) {
+			continue
+		}
+		hist = append(hist, r)
 		if r.Old != "" {
 			first = r.Old
 		}
@@ -80,8 +87,11 @@ func (e *Envelope) ceiling(ctx context.Context, t tools.Change) (string, []store
 }
 
 func what(a tools.Action) string {
-	if a == ActionRestart {
+	switch a {
+	case ActionRestart:
 		return "restarts"
+	case ActionMerge:
+		return "memory bumps merged"
 	}
-	return "memory bumps"
+	return "memory-bump PRs opened"
 }

@@ -48,11 +48,19 @@ const (
 // SystemNamespaces are never acted in, whatever their labels say.
 var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 
-// Actions whose budgets are counted.
+// Actions whose budgets are counted: restarts, memory-bump PRs opened,
+// and memory-bump PRs merged (what reaches production), each on its own.
 const (
 	ActionRestart tools.Action = "k8s.rollout.restart"
 	ActionBump    tools.Action = "gitops.pr.open"
+	ActionMerge   tools.Action = "gitops.pr.mergetrivial"
 )
+
+// Follower starts the follow-up check of an action that was done
+// (services/agent/internal/verify).
+type Follower interface {
+	Follow(r store.ActionRecord)
+}
 
 // Config are the envelope's settings (ACTIONS_* in the agent's
 // environment). Zero values take the defaults.
@@ -73,8 +81,11 @@ type Config struct {
 	// MaxGrowth: a memory limit never goes above MaxGrowth × the value
 	// first seen for that container (default 4).
 	MaxGrowth float64
-	Now       func() time.Time
-	Log       *zap.Logger
+	// Follow checks every action that was done, after it took effect
+	// (README.md, "The action envelope": verify, then escalate); nil: none.
+	Follow Follower
+	Now    func() time.Time
+	Log    *zap.Logger
 }
 
 // Defaults of Config.
@@ -186,7 +197,10 @@ func (e *Envelope) Permit(ctx context.Context, a tools.Action, t tools.Change) (
 
 // Done implements tools.Envelope.
 func (e *Envelope) Done(ctx context.Context, a tools.Action, t tools.Change) {
-	e.record(ctx, a, t, store.ActionDone, "")
+	r := e.record(ctx, a, t, store.ActionDone, "")
+	if e.cfg.Follow != nil {
+		e.cfg.Follow.Follow(r)
+	}
 }
 
 // namespaceMode says whether the fleet may act in ns and how: act or
@@ -251,16 +265,20 @@ func (e *Envelope) refuse(ctx context.Context, a tools.Action, t tools.Change, e
 	return err
 }
 
-func (e *Envelope) record(ctx context.Context, a tools.Action, t tools.Change, outcome, why string) {
+func (e *Envelope) record(ctx context.Context, a tools.Action, t tools.Change, outcome, why string) store.ActionRecord {
 	r := store.ActionRecord{Agent: e.cfg.Agent, RunID: tools.RunInfoFrom(ctx).ID, Action: string(a), Namespace: t.Namespace,
 		Kind: t.Kind, Name: t.Name, Container: t.Container, Outcome: outcome, Old: t.Old, New: t.New, Change: t.Change, Why: why,
 		At: e.cfg.Now()}
 	if r.Agent == "" {
 		r.Agent = "unknown"
 	}
+	if r.ID == "" {
+		r.ID = store.NewID()
+	}
 	if err := e.st.RecordAction(context.WithoutCancel(ctx), r); err != nil {
 		e.cfg.Log.Warn("envelope: action not recorded", zap.String("outcome", outcome), zap.Error(err))
 	}
+	return r
 }
 
 func (e *Envelope) trace(ctx context.Context, a tools.Action, t tools.Change, decision, why string) {

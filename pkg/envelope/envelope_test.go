@@ -325,7 +325,7 @@ func TestBudgetTurnsTheFourthBumpIntoARecommendation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.PR.Number != 0 || !strings.HasPrefix(res.NotMade, "RECOMMENDED FOR A HUMAN, NOT DONE") ||
-		!strings.Contains(res.NotMade, "already had 3 memory bumps in the last 720h0m0s (at most 3)") {
+		!strings.Contains(res.NotMade, "already had 3 memory-bump PRs opened in the last 720h0m0s (at most 3)") {
 		t.Fatalf("fourth bump: %+v", res)
 	}
 	for _, v := range []string{"32Mi -> 48Mi", "48Mi -> 72Mi", "72Mi -> 108Mi", "+              memory: 162Mi"} {

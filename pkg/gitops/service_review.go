@@ -248,7 +248,14 @@ func (s *Service) MergeIfTrivial(ctx context.Context, number int) (*MergeResult,
 	if err := VerifyDiffOnManifest(base, diff); err != nil {
 		return refuse(err)
 	}
-	target := tools.Change{Kind: "PullRequest", Name: fmt.Sprintf("#%d", number), Old: mc.Old, New: mc.New, Change: diff}
+	// The envelope judges the merge by the workload it changes: that
+	// namespace's opt-in and mode, the workload's merge budget.
+	wl, err := MergeTarget(base, diff, pr.Body)
+	if err != nil {
+		return refuse(fmt.Errorf("the workload this PR changes could not be established (%w); the envelope cannot judge it", err))
+	}
+	target := tools.Change{Namespace: wl.Namespace, Kind: wl.Kind, Name: wl.Name, Container: wl.Container, Old: mc.Old, New: mc.New,
+		Change: fmt.Sprintf("merge PR #%d (%s)\n%s", number, pr.URL, diff)}
 	if s.opts.Envelope != nil {
 		v, err := s.opts.Envelope.Permit(ctx, ActionMergeTrivial, target)
 		if err != nil {

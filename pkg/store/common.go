@@ -162,3 +162,7 @@ func checkKey(what, v string) error {
 	}
 	return nil
 }
+
+// NewID returns a time-ordered unique id, the kind the stores assign: a
+// caller that needs a record's id before storing it takes one here.
+func NewID() string { return newID() }

@@ -15,6 +15,7 @@ require (
 )
 
 require (
+	github.com/PagerDuty/go-pagerduty v1.8.0 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/segmentio/asm v1.2.1 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect

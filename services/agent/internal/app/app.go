@@ -24,6 +24,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/kube"
+	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/report"
 	"github.com/kubecrew/kubecrew/pkg/settings"
@@ -36,6 +37,7 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 	"github.com/kubecrew/kubecrew/services/agent/internal/mcpclient"
 	"github.com/kubecrew/kubecrew/services/agent/internal/server"
+	"github.com/kubecrew/kubecrew/services/agent/internal/verify"
 )
 
 // Version is the build's version (pkg/buildinfo, set at build time).
@@ -80,7 +82,11 @@ type App struct {
 	Kube *kube.Client
 	Git  *gitops.Service
 	// Envelope bounds every action (README.md, "The action envelope").
-	Envelope  *envelope.Envelope
+	Envelope *envelope.Envelope
+	// Verifier checks every action after it took effect; Escalator pages
+	// a human when it did not work (nil Verifier: no cluster).
+	Verifier  *verify.Verifier
+	Escalator *pager.Escalator
 	Deliverer *report.Deliverer
 	forgeOK   bool
 	a2a       *a2aserver.Service

@@ -12,12 +12,14 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube"
+	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/report"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 	"github.com/kubecrew/kubecrew/services/agent/internal/personas"
 	"github.com/kubecrew/kubecrew/services/agent/internal/pulseserver"
+	"github.com/kubecrew/kubecrew/services/agent/internal/verify"
 )
 
 type (
@@ -37,6 +39,9 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		a.Log.Warn("cluster unavailable: cluster tools will answer cluster_unavailable", zap.Error(err))
 	}
 	a.Kube = kc
+	if err := a.verifier(kc); err != nil {
+		return err
+	}
 	env, err := a.envelope(kc)
 	if err != nil {
 		return err
@@ -106,8 +111,31 @@ func (a *App) envelope(kc *kube.Client) (*envelope.Envelope, error) {
 		Agent: cfg.Persona.Slug, Mode: mode, Allow: cfg.ActionsNamespaces, FleetNamespace: cfg.Namespace,
 		RestartsPerHour: cfg.ActionsRestartsPerHour, FleetRestartsPerHour: cfg.ActionsFleetRestartsPerHour,
 		BumpsPer30Days: cfg.ActionsBumpsPer30Days, FleetBumpsPer30Days: cfg.ActionsFleetBumpsPer30Days,
-		MaxGrowth: cfg.ActionsMaxGrowth, Log: a.Log.Named("envelope"),
+		MaxGrowth: cfg.ActionsMaxGrowth, Follow: a.Verifier, Log: a.Log.Named("envelope"),
 	}), nil
+}
+
+// verifier builds the follow-up check after every action and the pager it
+// escalates through (README.md, "The action envelope": verify, then
+// escalate). Without a cluster there is nothing to check.
+func (a *App) verifier(kc *kube.Client) error {
+	cfg := a.Config
+	p, err := pager.New(pager.Config{Target: cfg.PageTarget, Key: cfg.PageKey, URL: cfg.PageURL})
+	switch {
+	case errors.Is(err, pager.ErrNoPager):
+		p = nil
+	case err != nil:
+		return &config.Error{Var: "PAGE_TARGET", Msg: err.Error()}
+	}
+	a.Escalator = pager.NewEscalator(p, a.Store, nil, a.Log.Named("pager"))
+	if kc == nil {
+		return nil
+	}
+	a.Verifier = verify.New(a.bg, kc, a.Store, a.Escalator, verify.Config{Agent: cfg.Persona.Slug,
+		SyncTimeout: cfg.VerifySyncTimeout, Window: cfg.VerifyWindow, Interval: cfg.VerifyInterval, Watch: cfg.VerifyWatch,
+		LinkBase: cfg.PageLinkBase, Log: a.Log.Named("verify")})
+	a.closers = append(a.closers, a.Verifier.Wait)
+	return nil
 }
 
 // persona is the persona's code (playbook, backstop), given what is

@@ -130,6 +130,15 @@ type Values struct {
 	MCPServeMutating bool     // MCP_SERVE_MUTATING
 	MCPServers       string   // AGENT_MCP_SERVERS
 	MCPReadTools     []string // AGENT_MCP_READ_TOOLS
+	// Verify, then escalate (README.md, "The action envelope").
+	VerifySyncTimeout time.Duration // ACTIONS_VERIFY_SYNC_TIMEOUT
+	VerifyWindow      time.Duration // ACTIONS_VERIFY_WINDOW
+	VerifyInterval    time.Duration // ACTIONS_VERIFY_INTERVAL
+	VerifyWatch       time.Duration // ACTIONS_VERIFY_WATCH
+	PageTarget        string        // PAGE_TARGET
+	PageKey           string        // PAGE_KEY
+	PageURL           string        // PAGE_URL
+	PageLinkBase      string        // PAGE_LINK_BASE
 
 	// StaticPeers is AGENT_PEERS parsed: slug → base URL.
 	StaticPeers map[string]string
@@ -205,6 +214,14 @@ var specs = []spec{
 	{"AGENT_MCP_SERVERS", "", kString, "other MCP servers whose tools the agent adds as <name>_<tool>: name=URL or name=command args, separated by ';'", func(v *Values) any { return &v.MCPServers }},
 	{"AGENT_MCP_READ_TOOLS", "", kList, "those tools (names or patterns like k8s_pods_*) this persona may use as read-only, when their server annotates them readOnlyHint; every other one is mutating", func(v *Values) any { return &v.MCPReadTools }},
 	{"MCP_SERVE_MUTATING", "false", kBool, "also serve over MCP the mutating tools an autonomous run may call (still through the execution gate and the envelope); off: read-only tools only", func(v *Values) any { return &v.MCPServeMutating }},
+	{"ACTIONS_VERIFY_SYNC_TIMEOUT", "15m", kDuration, "after a restart or a merged bump, how long to wait for the change to be live (rolled out; the merged limit in the live spec) before checking anyway", func(v *Values) any { return &v.VerifySyncTimeout }},
+	{"ACTIONS_VERIFY_WINDOW", "10m", kDuration, "how long a workload must go without an OOM kill, and be available, for its fix to count as working", func(v *Values) any { return &v.VerifyWindow }},
+	{"ACTIONS_VERIFY_INTERVAL", "30s", kDuration, "how often the follow-up check reads the workload", func(v *Values) any { return &v.VerifyInterval }},
+	{"ACTIONS_VERIFY_WATCH", "24h", kDuration, "how long a workload whose fix did not work is watched for its recovery (which resolves the page)", func(v *Values) any { return &v.VerifyWatch }},
+	{"PAGE_TARGET", "", kString, "pagerduty|opsgenie|webhook: where a human is paged when a fix did not work (empty: nobody is paged; the check is still recorded)", func(v *Values) any { return &v.PageTarget }},
+	{"PAGE_KEY", "", kSecret, "PagerDuty Events API v2 routing key, or Opsgenie API integration key", func(v *Values) any { return &v.PageKey }},
+	{"PAGE_URL", "", kSecret, "the incident API's base URL (default https://events.pagerduty.com, https://api.opsgenie.com; EU: events.eu.pagerduty.com, api.eu.opsgenie.com), or the webhook's URL", func(v *Values) any { return &v.PageURL }},
+	{"PAGE_LINK_BASE", "", kURL, "where people open this agent's API; a page links {PAGE_LINK_BASE}/runs/{id}/report", func(v *Values) any { return &v.PageLinkBase }},
 }
 
 func lookupSpec(name string) (spec, bool) {

@@ -10,7 +10,7 @@ import (
 // that an unknown variable carrying one is a typo worth a warning.
 // GITHUB_ is left out: CI runners set dozens of GITHUB_* variables.
 var Prefixes = []string{"AGENT_", "LLM_", "PULSE_", "GITOPS_", "A2A_", "AUTH_", "PEER_", "REPORT_", "DISCORD_",
-	"SLACK_", "READY_", "PERSONA_", "SYNTHESIS_", "TOOL_", "MEMORY_", "CONFIGMAP_", "KUBE_"}
+	"SLACK_", "READY_", "PERSONA_", "SYNTHESIS_", "TOOL_", "MEMORY_", "CONFIGMAP_", "KUBE_", "PAGE_", "ACTIONS_"}
 
 // coreSettings are the core's settings that share the agent's prefixes: an
 // environment file given to both binaries carries them, and they are not

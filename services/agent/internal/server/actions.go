@@ -21,6 +21,39 @@ func (s *Server) actionRoutes() {
 	s.r.With(api.AllowQuery()).Put("/actions", s.putActions)
 	s.r.With(api.AllowQuery("outcome", "limit")).Get("/actions/log", s.actionLog)
 	s.r.With(api.AllowQuery("limit")).Get("/actions/proposals", s.proposals)
+	s.r.With(api.AllowQuery("status", "limit")).Get("/actions/checks", s.checks)
+}
+
+// checks lists the follow-up checks of this agent's actions, newest first.
+func (s *Server) checks(w http.ResponseWriter, r *http.Request) {
+	limit, msg := limitParam(r)
+	if msg != "" {
+		WriteError(w, http.StatusBadRequest, msg)
+		return
+	}
+	status := r.URL.Query().Get("status")
+	switch status {
+	case "", store.CheckFixed, store.CheckNotFixed, store.CheckUnknown:
+	default:
+		WriteError(w, http.StatusBadRequest, "status "+strconv.Quote(status)+": want fixed, not_fixed or unknown")
+		return
+	}
+	cs, err := s.d.Store.ListChecks(r.Context(), store.CheckFilter{Status: status}, limit)
+	if err != nil {
+		WriteError(w, http.StatusServiceUnavailable, "store: "+err.Error())
+		return
+	}
+	out := make([]api.CheckView, len(cs))
+	for i, c := range cs {
+		out[i] = CheckView(c)
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"items": out})
+}
+
+// CheckView renders one check.
+func CheckView(c store.ActionCheck) api.CheckView {
+	return api.CheckView{ID: c.ID, ActionID: c.ActionID, Agent: c.Agent, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
+		Container: c.Container, Status: c.Status, Detail: c.Detail, PageKey: c.PageKey, Paged: c.Paged, At: c.At}
 }
 
 func (s *Server) getActions(w http.ResponseWriter, r *http.Request) {
@@ -111,6 +144,17 @@ func (s *Server) writeActions(w http.ResponseWriter, r *http.Request, limit int,
 	out := make([]api.ActionView, len(all))
 	for i, a := range all {
 		out[i] = ActionView(a)
+		if a.Outcome != store.ActionDone {
+			continue
+		}
+		cs, err := s.d.Store.ListChecks(r.Context(), store.CheckFilter{ActionID: a.ID}, 20)
+		if err != nil {
+			WriteError(w, http.StatusServiceUnavailable, "store: "+err.Error())
+			return
+		}
+		for _, c := range cs {
+			out[i].Checks = append(out[i].Checks, CheckView(c))
+		}
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"items": out})
 }
