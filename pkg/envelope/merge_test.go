@@ -29,7 +29,11 @@ type followed struct {
 	recs []store.ActionRecord
 }
 
-func (f *followed) Follow(r store.ActionRecord) { f.mu.Lock(); defer f.mu.Unlock(); f.recs = append(f.recs, r) }
+func (f *followed) Follow(r store.ActionRecord) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recs = append(f.recs, r)
+}
 
 func merge(ns, old, nv string) tools.Change {
 	return tools.Change{Namespace: ns, Kind: "Deployment", Name: "cart", Container: "app", Old: old, New: nv,
