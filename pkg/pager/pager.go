@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
 // Severities an incident carries (PagerDuty's payload.severity values).
@@ -104,6 +106,15 @@ func New(c Config) (Pager, error) {
 	default:
 		return nil, fmt.Errorf("PAGE_TARGET %q: want pagerduty, opsgenie, webhook or none", c.Target)
 	}
+}
+
+// WorkloadKey is the correlation key of a workload's incident: one per
+// workload and container, whichever part of the fleet pages for it (a
+// follow-up check whose fix did not work, an alert investigation that
+// ended with a finding no agent may fix), so the two fold into one.
+func WorkloadKey(namespace, kind, name, container string) string {
+	f := api.Finding{Namespace: namespace, Kind: kind, Name: name, Container: container}
+	return clip("kubecrew/"+strings.TrimSuffix(f.DeriveKey(), "-"), MaxKey)
 }
 
 // MaxKey is the longest correlation key both APIs take.

@@ -37,6 +37,10 @@ type Page struct {
 	Runs  []Run
 	// Outcome, when set, opens the page (see Conclude).
 	Outcome *Outcome
+	// Waiting are the changes the chain's runs left for a human: proposals
+	// (shadow mode) and recommendations (over a budget), each with the
+	// exact change (README.md, "The action envelope").
+	Waiting []api.ActionView
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
@@ -64,6 +68,11 @@ summary{cursor:pointer}.t{color:#777;font-family:monospace}
 {{if .Link}}<div>{{if .Openable}}<a href="{{.Link}}">{{.Link}}</a>{{else}}<code>{{.Link}}</code>{{end}}</div>{{end}}
 {{range .Lines}}<div class="meta">{{.}}</div>{{end}}</div>{{end}}
 {{range .Intro}}<div class="meta">{{.}}</div>{{end}}
+{{if .Waiting}}<h2>Waiting for a human ({{len .Waiting}})</h2>
+<p class="meta">Prepared by the fleet and not made: proposals (shadow mode) and recommendations (over a budget). Nothing happens until a person acts on them.</p>
+{{range .Waiting}}<details open class="waiting"><summary><b>{{.Outcome}}</b> {{.Action}} {{.Namespace}}/{{.Kind}}/{{.Name}}{{if .Container}} ({{.Container}}){{end}}{{if or .Old .New}} {{.Old}} → {{.New}}{{end}} — by {{.Agent}}, run <code>{{.RunID}}</code>, {{ts .At}}</summary>
+{{if .Why}}<div class="meta">{{.Why}}</div>{{end}}<pre>{{.Change}}</pre></details>
+{{end}}{{end}}
 {{range .Runs}}
 <h2>{{.AgentName}} — run <code>{{.RunID}}</code></h2>
 {{if .FetchError}}<p class="status-failed">Could not read this run: {{.FetchError}}</p>{{else}}
@@ -120,7 +129,8 @@ func Render(p Page) ([]byte, error) {
 		Intro   []string
 		Runs    []runView
 		Outcome *Outcome
-	}{p.Title, p.Intro, views, p.Outcome})
+		Waiting []api.ActionView
+	}{p.Title, p.Intro, views, p.Outcome, p.Waiting})
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/store"
@@ -130,8 +129,7 @@ func (v *Verifier) Wait() { v.wg.Wait() }
 // Key is the incident's correlation key for a workload: one incident per
 // workload and container, whatever action failed on it.
 func Key(r store.ActionRecord) string {
-	f := api.Finding{Namespace: r.Namespace, Kind: canonicalKind(r.Kind), Name: r.Name, Container: r.Container}
-	return "kubecrew/" + strings.TrimSuffix(f.DeriveKey(), "-")
+	return pager.WorkloadKey(r.Namespace, canonicalKind(r.Kind), r.Name, r.Container)
 }
 
 func canonicalKind(k string) string {

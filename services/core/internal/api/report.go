@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tracereport"
 	"github.com/kubecrew/kubecrew/services/core/internal/chain"
@@ -46,6 +48,7 @@ func (s *server) investigationReport(w http.ResponseWriter, r *http.Request) {
 	if reader != nil && inv.RunID != "" {
 		page.Runs = s.followChain(r.Context(), reader, tracereport.Link{Agent: inv.Agent, RunID: inv.RunID})
 		page.Outcome = tracereport.Conclude(page.Runs)
+		page.Waiting = s.waiting(r.Context(), page.Runs)
 	}
 	html, err := tracereport.Render(page)
 	if err != nil {
@@ -59,4 +62,39 @@ func (s *server) investigationReport(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) followChain(ctx context.Context, reader RunReader, first tracereport.Link) []tracereport.Run {
 	return chain.Follower{Reader: reader, Resolve: s.Resolve, Timeout: s.PeerTimeout}.Follow(ctx, first)
+}
+
+// waiting asks each agent of the chain for what its envelope left for a
+// human and keeps what the chain's runs left: proposals and
+// recommendations with the exact change. An agent that does not answer
+// leaves nothing here (its runs' traces still record the decisions).
+func (s *server) waiting(ctx context.Context, runs []tracereport.Run) []kapi.ActionView {
+	if s.ActionsAgents == nil {
+		return nil
+	}
+	ids := map[string]bool{}
+	var agents []string
+	for _, r := range runs {
+		ids[r.RunID] = true
+		if r.AgentName != "" && !slices.Contains(agents, r.AgentName) {
+			agents = append(agents, r.AgentName)
+		}
+	}
+	var out []kapi.ActionView
+	seen := map[string]bool{}
+	for _, a := range agents {
+		cctx, cancel := context.WithTimeout(ctx, s.PeerTimeout)
+		items, err := s.ActionsAgents.Proposals(cctx, a, store.MaxLimit)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, it := range items {
+			if ids[it.RunID] && !seen[it.ID] {
+				seen[it.ID] = true
+				out = append(out, it)
+			}
+		}
+	}
+	return out
 }

@@ -23,12 +23,14 @@ import (
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/buildinfo"
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
+	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
 	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
 	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
+	"github.com/kubecrew/kubecrew/services/core/internal/escalate"
 	"github.com/kubecrew/kubecrew/services/core/internal/metrics"
 	"github.com/kubecrew/kubecrew/services/core/internal/notify"
 	"github.com/kubecrew/kubecrew/services/core/internal/pipeline"
@@ -67,6 +69,7 @@ type App struct {
 	pipe     *pipeline.Pipeline
 	disp     *dispatch.Dispatcher
 	notifier *notify.Notifier
+	esc      *escalate.Escalate
 	handler  http.Handler
 	srv      *http.Server
 	ln       net.Listener
@@ -134,12 +137,18 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	a.stop = stop
+	p, err := pager.New(pager.Config{Target: cfg.Page.Target, Key: cfg.Page.Key, URL: cfg.Page.URL})
+	if err != nil && !errors.Is(err, pager.ErrNoPager) {
+		stop()
+		return nil, err
+	}
+	a.esc = escalate.New(pager.NewEscalator(p, d.Store, d.Now, d.Log.Named("pager")), d.Store, cfg.PublicURL, d.Log)
 	a.disp = dispatch.New(a.client, d.Store, dispatch.Options{
-		Timeout: cfg.CallTimeout, Now: d.Now, Log: d.Log, Metrics: a.metrics, Notifier: a.notifier,
+		Timeout: cfg.CallTimeout, Now: d.Now, Log: d.Log, Metrics: a.metrics, Notifier: a.notifier, Escalate: a.esc,
 	})
 	a.pipe = pipeline.New(pipeline.Options{
 		Store: d.Store, Routes: routes, Starter: a.disp, Now: d.Now, NewID: d.NewID, Log: d.Log, Metrics: a.metrics,
-		StaleAfter: a.staleAfter(), Background: bg, Resolved: a.notifier,
+		StaleAfter: a.staleAfter(), Background: bg, Resolved: a.notifier, Escalate: a.esc,
 	})
 	a.handler = a.router()
 	// Before serving: reclaim what a previous process left running and
@@ -299,6 +308,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	a.stop()
 	a.bg.Wait()
+	a.esc.Wait()
 	return errors.Join(errs...)
 }
 

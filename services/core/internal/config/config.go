@@ -5,6 +5,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
 	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
@@ -66,6 +68,10 @@ type Config struct {
 	ReportWebhookURL  string
 	NotifySettle      time.Duration
 	PublicURL         string
+	// Paging a human (README.md, "The action envelope": verify, then
+	// escalate): PAGE_TARGET, PAGE_KEY, PAGE_URL; the page links the
+	// investigation's report under CORE_PUBLIC_URL.
+	Page PageConfig
 
 	// Settings are the effective values for /info, secrets redacted.
 	Settings map[string]Setting
@@ -152,8 +158,18 @@ func Load(getenv func(string) string) (Config, error) {
 	for slug, u := range static {
 		c.Peers[slug] = u
 	}
+	c.Page = PageConfig{Target: strings.TrimSpace(getenv("PAGE_TARGET")), Key: strings.TrimSpace(getenv("PAGE_KEY")),
+		URL: strings.TrimSpace(getenv("PAGE_URL"))}
+	if _, err := pager.New(pager.Config{Target: c.Page.Target, Key: c.Page.Key, URL: c.Page.URL}); err != nil && !errors.Is(err, pager.ErrNoPager) {
+		return Config{}, err
+	}
 	c.Settings = effective(getenv)
 	return c, nil
+}
+
+// PageConfig is where the core pages a human.
+type PageConfig struct {
+	Target, Key, URL string
 }
 
 // ParsePeers parses "slug=url,…". Persona names are accepted for slugs.

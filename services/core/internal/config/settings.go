@@ -31,15 +31,18 @@ var Specs = []settings.Spec{
 	{Name: "REPORT_WEBHOOK_URL", Help: "generic JSON webhook for investigation posts (carries a thread key for follow-ups)"},
 	{Name: "NOTIFY_SETTLE", Default: DefaultNotifySettle.String(), Help: "how long a post waits for the investigation's chain (the PR, the review) to finish"},
 	{Name: "CORE_PUBLIC_URL", Help: "the core's URL as people reach it; posts then link the investigation's report"},
+	{Name: "PAGE_TARGET", Help: "pagerduty|opsgenie|webhook: where a human is paged when an alert investigation ends with a critical finding no agent may fix (empty: nobody is paged)"},
+	{Name: "PAGE_KEY", Help: "PagerDuty Events API v2 routing key, or Opsgenie API integration key"},
+	{Name: "PAGE_URL", Help: "the incident API's base URL (default https://events.pagerduty.com, https://api.opsgenie.com), or the webhook's URL"},
 }
 
 // secrets are shown redacted by /info.
 var secrets = map[string]bool{"DATABASE_URL": true, "AUTH_TOKEN": true, "AUTH_READ_TOKEN": true,
-	"DISCORD_WEBHOOK_URL": true, "SLACK_WEBHOOK_URL": true, "REPORT_WEBHOOK_URL": true}
+	"DISCORD_WEBHOOK_URL": true, "SLACK_WEBHOOK_URL": true, "REPORT_WEBHOOK_URL": true, "PAGE_KEY": true, "PAGE_URL": true}
 
 // Prefixes are those of the core's settings distinctive enough that an
 // unknown variable carrying one is a typo worth a warning.
-var Prefixes = []string{"ALERT_", "CORE_", "ROUTES_", "AGENT_", "AUTH_", "PEER_", "READY_", "NOTIFY_"}
+var Prefixes = []string{"ALERT_", "CORE_", "ROUTES_", "AGENT_", "AUTH_", "PEER_", "READY_", "NOTIFY_", "PAGE_"}
 
 // agentSettings are the agents' settings with the core's prefixes: an
 // environment file given to both binaries carries them.

@@ -47,11 +47,19 @@ type Notifier interface {
 	Investigated(inv store.Investigation, res api.RunResult)
 }
 
+// Escalation hears of every finished investigation: one that ended with
+// a critical finding no agent may fix pages a human (*escalate.Escalate).
+type Escalation interface {
+	Investigated(ctx context.Context, inv store.Investigation)
+}
+
 // Options configure a Dispatcher.
 type Options struct {
 	Timeout time.Duration // AGENT_CALL_TIMEOUT
 	// Notifier, when set, hears of every finished investigation.
 	Notifier Notifier
+	// Escalate, when set, is told of each investigation once recorded.
+	Escalate Escalation
 	Now      func() time.Time
 	Log      *zap.Logger
 	Metrics  *metrics.Metrics
@@ -130,6 +138,9 @@ func (d *Dispatcher) investigate(job Job) {
 		d.o.Metrics.AgentRequests.WithLabelValues(job.Agent, "run", "ok").Inc()
 	}
 	inv := d.finish(job, started, res, err)
+	if d.o.Escalate != nil {
+		d.o.Escalate.Investigated(ctx, inv)
+	}
 	log.Info("investigation finished", zap.String("status", inv.Status), zap.String("run_id", inv.RunID),
 		zap.Int("findings", len(inv.Findings)), zap.String("error", inv.Error))
 }

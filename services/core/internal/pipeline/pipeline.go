@@ -45,6 +45,11 @@ type Options struct {
 	// StaleAfter: an investigation older than this no longer blocks its
 	// alert (its core died mid-call). Typically 2 × AGENT_CALL_TIMEOUT.
 	StaleAfter time.Duration
+	// Escalate, when set, hears of every resolved alert: the pages its
+	// investigations opened are resolved (*escalate.Escalate).
+	Escalate interface {
+		AlertResolved(ctx context.Context, fingerprint string)
+	}
 	// Background is the context of the drain that follows each finished
 	// investigation; cancelled at shutdown. Default: context.Background().
 	Background context.Context
@@ -172,6 +177,9 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert) (store.AlertDecisio
 	}
 	if d.Decision == decide.Resolved && p.o.Resolved != nil {
 		p.o.Resolved.Resolved(a.Fingerprint)
+	}
+	if d.Decision == decide.Resolved && p.o.Escalate != nil {
+		p.o.Escalate.AlertResolved(ctx, a.Fingerprint)
 	}
 	return d, nil
 }
