@@ -36,7 +36,8 @@ type Health struct {
 
 // WorkloadHealth reads a Deployment, StatefulSet or DaemonSet and its pods:
 // rolled out, available, the live memory limit of container, and the OOM
-// kills of container (every container when "") that ended after since.
+// kills of container (every container when "") that ended after since (to
+// the second, as the kubelet reports them).
 func (c *Client) WorkloadHealth(ctx context.Context, namespace, kind, name, container string, since time.Time) (Health, error) {
 	if err := c.avail(); err != nil {
 		return Health{}, err
@@ -100,6 +101,9 @@ func (c *Client) WorkloadHealth(ctx context.Context, namespace, kind, name, cont
 	if err != nil {
 		return Health{}, c.apiErr(err, "list pods of "+namespace+"/"+name)
 	}
+	// The kubelet reports a termination to the second: a kill in the
+	// second since falls in counts.
+	since = since.Truncate(time.Second)
 	type kill struct {
 		at   time.Time
 		line string
@@ -111,7 +115,7 @@ func (c *Client) WorkloadHealth(ctx context.Context, namespace, kind, name, cont
 				continue
 			}
 			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-				if t != nil && t.Reason == "OOMKilled" && t.FinishedAt.After(since) {
+				if t != nil && t.Reason == "OOMKilled" && !t.FinishedAt.Time.Before(since) {
 					kills = append(kills, kill{t.FinishedAt.Time, fmt.Sprintf("pod %s container %s OOMKilled at %s (restarts %d)",
 						p.Name, cs.Name, t.FinishedAt.UTC().Format(time.RFC3339), cs.RestartCount)})
 				}
