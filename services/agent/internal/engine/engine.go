@@ -399,7 +399,8 @@ type outcome struct {
 func (e *Engine) runDeterministic(ctx context.Context, r *Run) outcome {
 	if e.opts.Playbook == nil {
 		msg := fmt.Sprintf("%s has no deterministic playbook for this task; set LLM_BASE_URL and AGENT_MODEL to run it with a model", r.Agent().Name)
-		return outcome{status: api.StatusCompleted, answer: msg, verdict: "unsupported"}
+		// The task was not done: failed, saying why, never completed.
+		return outcome{status: api.StatusFailed, answer: msg, verdict: "unsupported", err: errors.New(msg)}
 	}
 	if err := e.opts.Playbook.Run(ctx, r); err != nil {
 		return outcome{status: api.StatusFailed, err: err}

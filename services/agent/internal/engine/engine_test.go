@@ -412,7 +412,9 @@ func TestAutonomousRunRefusedAtBothGatesIncludingAlias(t *testing.T) {
 func TestDeterministicModeWithoutPlaybookSaysSo(t *testing.T) {
 	r := newRig(t, rigOpts{noModel: true, personaArg: "dax"})
 	res := r.run(t, api.RunRequest{Task: "review the Dockerfile"})
-	if res.Status != api.StatusCompleted || !strings.Contains(res.Answer, "no deterministic playbook for this task") {
+	// The task was not done: the run is failed, never completed, and says why.
+	if res.Status != api.StatusFailed || !strings.Contains(res.Answer, "no deterministic playbook for this task") ||
+		!strings.Contains(res.Error, "no deterministic playbook for this task") {
 		t.Fatalf("result = %+v", res)
 	}
 	if len(r.llm.Requests()) != 0 {
