@@ -148,6 +148,10 @@ func NormalizeFinding(f api.Finding) (api.Finding, error) {
 	f.Severity = strings.ToLower(safetext.Clean(f.Severity, 20))
 	f.Detail = safetext.Clean(f.Detail, 1000)
 	f.Remediation = safetext.Clean(f.Remediation, 1000)
+	if cc := f.ConfigChange; cc != nil {
+		f.ConfigChange = &api.ConfigChange{Kind: safetext.Clean(cc.Kind, 63), Name: safetext.Clean(cc.Name, 253),
+			ChangedAt: cc.ChangedAt, PodsStartedAt: cc.PodsStartedAt}
+	}
 	var missing []string
 	for _, c := range []struct{ name, v string }{{"kind", f.Kind}, {"namespace", f.Namespace}, {"name", f.Name}, {"reason", f.Reason}} {
 		if c.v == "" {

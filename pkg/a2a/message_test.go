@@ -53,6 +53,23 @@ func TestMessageRoundTrip(t *testing.T) {
 	}
 }
 
+// The diagnosis's config-change evidence travels as structured data, so
+// Sol's plan reads it from the finding, not from the text.
+func TestMessageCarriesConfigChange(t *testing.T) {
+	t.Parallel()
+	started := time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)
+	f := api.Finding{Severity: "high", Kind: "Deployment", Namespace: "shop", Name: "api", Container: "app", Reason: "CrashLoopBackOff",
+		ConfigChange: &api.ConfigChange{Kind: "ConfigMap", Name: "api-config\u0007", ChangedAt: started.Add(3 * time.Minute), PodsStartedAt: started}}
+	in, err := ParseMessage(wire(t, NewMessage("Fix api.", &f, Meta{Verb: VerbDelegate, Depth: 1, HasDepth: true})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := in.Finding.ConfigChange
+	if cc == nil || cc.Name != "api-config" || !cc.After() || !cc.PodsStartedAt.Equal(started) {
+		t.Fatalf("config_change = %+v, want api-config written after %s (control character removed)", cc, started)
+	}
+}
+
 func TestParseMessageRejects(t *testing.T) {
 	t.Parallel()
 	text := func(s string) sdk.Part { return sdk.TextPart{Text: s} }

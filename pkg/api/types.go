@@ -109,6 +109,11 @@ type Finding struct {
 	// Cluster names the cluster it was found in (the agent's CLUSTER_NAME);
 	// with the key it is the finding's identity in its lifecycle.
 	Cluster string `json:"cluster,omitempty"`
+	// ConfigChange is the diagnosis's evidence that the workload's running
+	// pods predate a write to configuration they reference (nil: none
+	// found). Set only by the cluster sweep (pkg/kube), never from a
+	// model's words: FindingArgs has no such field.
+	ConfigChange *ConfigChange `json:"config_change,omitempty"`
 }
 
 // DeriveKey returns the finding's stable key, namespace/kind/name/reason in

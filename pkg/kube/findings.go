@@ -11,7 +11,7 @@ import (
 // remediations is the suggested next step per reason.
 var remediations = map[string]string{
 	ReasonOOMKilled:           "raise the container's memory limit in Git (bump_workload_memory); a restart alone will OOM again",
-	ReasonCrashLoopBackOff:    "read the previous container's logs; if it broke after a config change, a rollout restart may clear it",
+	ReasonCrashLoopBackOff:    "read the previous container's logs and fix the cause; a rollout restart helps only when the configuration changed after the pods started (config_change)",
 	ReasonProbeFailure:        "check the probe endpoint and the app's logs; a rollout restart may clear a wedged process",
 	ReasonImagePull:           "fix the image reference or pull credentials in Git; restarting does not help",
 	ReasonConfigError:         "create the missing ConfigMap/Secret key or fix the reference in Git",
@@ -43,16 +43,17 @@ func ProblemsToFindings(r *ProblemReport) []api.Finding {
 	out := make([]api.Finding, 0, len(r.Problems))
 	for _, p := range r.Problems {
 		f := api.Finding{
-			Severity:    p.Severity,
-			Kind:        p.Kind,
-			Namespace:   p.Namespace,
-			Name:        p.Name,
-			Container:   p.Container,
-			Reason:      p.Reason,
-			Detail:      redactText(findingDetail(p)),
-			Remediation: remediations[p.Reason],
-			Remediable:  p.Remediable,
-			Confidence:  p.Confidence,
+			Severity:     p.Severity,
+			Kind:         p.Kind,
+			Namespace:    p.Namespace,
+			Name:         p.Name,
+			Container:    p.Container,
+			Reason:       p.Reason,
+			Detail:       redactText(findingDetail(p)),
+			Remediation:  remediations[p.Reason],
+			Remediable:   p.Remediable,
+			Confidence:   p.Confidence,
+			ConfigChange: p.ConfigChange,
 		}
 		if f.Remediation == "" {
 			f.Remediation = "investigate with k8s_describe and k8s_get_events"
@@ -82,6 +83,9 @@ func findingDetail(p Problem) string {
 	}
 	if p.Evidence != "" {
 		d += "; evidence: " + p.Evidence
+	}
+	if p.ConfigNote != "" {
+		d += "; config: " + p.ConfigNote
 	}
 	return safetext.Clean(d, 2*detailMax)
 }

@@ -134,9 +134,17 @@ type Problem struct {
 	Confidence float64
 	// Services left without a ready endpoint because of this problem.
 	Services []string
+	// ConfigChange (crash loops of a workload): a ConfigMap its pods
+	// reference was written after the newest of them started — the
+	// evidence a rollout restart needs (configchange.go). ConfigNote says
+	// in one line what was checked ("" when nothing is referenced).
+	ConfigChange *api.ConfigChange
+	ConfigNote   string
 
-	base     string // severity before the workload's availability is applied
-	evidence *corev1.Event
+	base        string // severity before the workload's availability is applied
+	evidence    *corev1.Event
+	podsStarted time.Time       // crash loops: the newest affected pod's start
+	podSpec     *corev1.PodSpec // crash loops: the first affected pod's spec
 }
 
 // Skipped is a check that did not run, and why.
@@ -293,6 +301,7 @@ func (c *Client) ClusterProblems(ctx context.Context, opts ProblemOptions) (*Pro
 	a := newAnalysis(s, opts, c.now())
 	a.run()
 	rep := &ProblemReport{Problems: a.result(), Coverage: a.coverage(), Churn: a.churn, maxChars: opts.MaxChars}
+	c.attachConfigEvidence(ctx, rep.Problems, opts.ListTimeout)
 	if opts.Namespace != "" && missing[opts.Namespace] {
 		rep.Coverage.Missing = "namespace " + opts.Namespace + " does not exist"
 	}

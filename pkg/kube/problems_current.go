@@ -27,7 +27,10 @@ func (a *analysis) checkPods() {
 		}
 		o := a.podOwn[p.Namespace+"/"+p.Name]
 		if reason, ctr, detail, restarts := a.classifyPod(p); reason != "" {
-			a.add(CheckPodStates, api.SeverityHigh, p.Namespace, o, reason, ctr, detail, p.Name, restarts)
+			g := a.add(CheckPodStates, api.SeverityHigh, p.Namespace, o, reason, ctr, detail, p.Name, restarts)
+			if reason == ReasonCrashLoopBackOff {
+				g.notePod(p)
+			}
 		}
 	}
 }

@@ -234,6 +234,9 @@ func (p *Problem) line(dmax int) string {
 	if !p.LastSeen.IsZero() && dmax >= detailMax {
 		fmt.Fprintf(&b, " last=%s", p.LastSeen.UTC().Format(time.RFC3339))
 	}
+	if p.ConfigChange != nil {
+		fmt.Fprintf(&b, " config-changed=%s/%s", p.ConfigChange.Kind, p.ConfigChange.Name)
+	}
 	if p.Remediable {
 		b.WriteString(" remediable")
 	}
@@ -244,6 +247,9 @@ func (p *Problem) line(dmax int) string {
 		fmt.Fprintf(&b, " | %s", safetext.Clean(p.Detail, dmax))
 		if p.Evidence != "" {
 			fmt.Fprintf(&b, " | evidence: %s", safetext.Clean(p.Evidence, dmax))
+		}
+		if p.ConfigNote != "" {
+			fmt.Fprintf(&b, " | config: %s", safetext.Clean(p.ConfigNote, dmax))
 		}
 	}
 	if p.Pod != "" && p.Kind != "Pod" && dmax >= detailMax {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -86,7 +87,10 @@ func (t turn) transcript() string {
 
 var (
 	// a cluster_problems line: "- critical OOMKilled ns/Deployment/name container=app … remediable | detail"
-	problemRE = regexp.MustCompile(`(?m)^- (critical|high|medium|low) (\S+) ([a-z0-9-]+)/([A-Za-z]+)/([a-z0-9.-]+)((?: [a-z]+=\S+)*)( remediable)?(?: \| (.*))?$`)
+	problemRE = regexp.MustCompile(`(?m)^- (critical|high|medium|low) (\S+) ([a-z0-9-]+)/([A-Za-z]+)/([a-z0-9.-]+)((?: [a-z-]+=\S+)*)( remediable)?(?: \| (.*))?$`)
+	// the diagnosis's config-change evidence, as cluster_problems and the
+	// finding's detail word it (pkg/kube configEvidence)
+	configRE = regexp.MustCompile(`ConfigMap ([a-z0-9.-]+) written ([0-9T:Z-]+), after the pods started ([0-9T:Z-]+)`)
 	// a delegation: "Fix Deployment ns/name (container app): OOMKilled — detail"
 	fixRE   = regexp.MustCompile(`(Deployment|StatefulSet|DaemonSet) ([a-z0-9-]+)/([a-z0-9.-]+) \(container ([a-z0-9-]+)\): (\w+)(?: — ([^\n]*))?`)
 	nsRE    = regexp.MustCompile(`namespace[=:"\s]+"?([a-z0-9][a-z0-9-]{0,62})"?`)
@@ -109,6 +113,20 @@ func problems(out string) []api.Finding {
 		fs = append(fs, f)
 	}
 	return fs
+}
+
+// configChange is the evidence a text states (nil when none).
+func configChange(s string) *api.ConfigChange {
+	m := configRE.FindStringSubmatch(s)
+	if m == nil {
+		return nil
+	}
+	changed, err1 := time.Parse(time.RFC3339, m[2])
+	started, err2 := time.Parse(time.RFC3339, m[3])
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	return &api.ConfigChange{Kind: "ConfigMap", Name: m[1], ChangedAt: changed, PodsStartedAt: started}
 }
 
 func namespaceOf(s string) string {
@@ -180,8 +198,8 @@ func competentNoor(t turn) llmtest.Reply {
 	if m := labelRE.FindStringSubmatch(t.task); m != nil {
 		about = strings.TrimRight(m[1], ".")
 	}
-	// the alert's own description is evidence too (e.g. "since its
-	// ConfigMap was changed"): it travels with the finding
+	// the alert's own description travels with the finding as context;
+	// what decides a restart is the sweep's evidence, not these words
 	if m := descRE.FindStringSubmatch(t.task); m != nil {
 		for i := range fs {
 			fs[i].Detail = strings.TrimSpace(fs[i].Detail + "; the alert says: " + m[1])
@@ -191,9 +209,11 @@ func competentNoor(t turn) llmtest.Reply {
 		if !f.Remediable || (about != "" && f.Name != about) {
 			continue
 		}
+		f.ConfigChange = configChange(f.Detail)
 		if plan := sol.Plan(f); plan == sol.PlanRecommend {
 			continue
 		}
+		f.ConfigChange = nil // delegate_task's finding has no such field: the detail states it
 		return call("delegate_task", map[string]any{
 			"agent_slug": "k8s-engineer",
 			"decision":   fmt.Sprintf("Fix %s %s/%s (container %s): %s — %s", f.Kind, f.Namespace, f.Name, f.Container, f.Reason, f.Detail),
@@ -212,7 +232,7 @@ func competentSol(t turn) llmtest.Reply {
 	// the evidence, not the sender's suggestions: a "Remediation: …" hint
 	// is advice to weigh, never itself proof of a cause
 	detail, _, _ := strings.Cut(m[6], " Remediation:")
-	f := api.Finding{Kind: m[1], Namespace: m[2], Name: m[3], Container: m[4], Reason: m[5], Detail: detail}
+	f := api.Finding{Kind: m[1], Namespace: m[2], Name: m[3], Container: m[4], Reason: m[5], Detail: detail, ConfigChange: configChange(detail)}
 	switch sol.Plan(f) {
 	case sol.PlanMemoryPR:
 		out, opened := t.results["bump_workload_memory"]
@@ -227,11 +247,11 @@ func competentSol(t turn) llmtest.Reply {
 		return text("Action: proposed a memory-limit increase as a pull request (no cluster change).\n" + firstLine(out))
 	case sol.PlanRestart:
 		if out, done := t.results["k8s_rollout"]; done {
-			return text("Action: rollout restart of " + f.Kind + " " + f.Namespace + "/" + f.Name + " so its pods pick up the changed configuration.\n" + firstLine(out))
+			return text("Action: rollout restart of " + f.Kind + " " + f.Namespace + "/" + f.Name + " so its pods start on the configuration written after they started.\n" + firstLine(out))
 		}
 		return call("k8s_rollout", map[string]string{"action": "restart", "kind": strings.ToLower(f.Kind) + "s", "namespace": f.Namespace, "name": f.Name})
 	}
-	return text(fmt.Sprintf("Recommendation: %s %s/%s (%s) is not in the class I may fix (a memory-limit PR for an OOMKill, a restart after a config change); a person should look at it. I changed nothing.", f.Kind, f.Namespace, f.Name, f.Reason))
+	return text(fmt.Sprintf("Recommendation: %s %s/%s (%s) is not in the class I may fix (a memory-limit PR for an OOMKill, a restart when the configuration changed after the pods started); a person should look at it. I changed nothing.", f.Kind, f.Namespace, f.Name, f.Reason))
 }
 
 func competentVera(t turn) llmtest.Reply {

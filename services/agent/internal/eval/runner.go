@@ -246,7 +246,10 @@ func (r *Runner) prepare(ctx context.Context, sr *scenarioRun, dir string) error
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
 	defer wcancel()
-	return r.cl.waitProblems(wctx, ns, defaultWait(s))
+	if err := r.cl.waitProblems(wctx, ns, defaultWait(s)); err != nil {
+		return err
+	}
+	return r.cl.afterWait(wctx, s, ns, sr.canary)
 }
 
 // openSetupPR opens the scenario's PR on the local forge.

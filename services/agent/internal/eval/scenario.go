@@ -65,6 +65,12 @@ type Setup struct {
 	// Wait lists workload → reason cluster_problems must report before the
 	// trigger fires ("" = reported healthy).
 	Wait map[string]string `yaml:"wait"`
+	// AfterWait are objects (multi-document YAML, substituted like
+	// Manifests) server-side applied once Wait holds and every pod of the
+	// namespace has been running for a whole second: a change made while
+	// the workload already fails (a ConfigMap written after its pods
+	// started).
+	AfterWait string `yaml:"after_wait"`
 	// Env is added to every agent's environment (e.g. MAX_SOCIAL_DEPTH).
 	Env map[string]string `yaml:"env"`
 	// PR is a pull request on the forge before the trigger, made by

@@ -200,22 +200,31 @@ func decode(doc string) (*unstructured.Unstructured, error) {
 
 // create writes u (namespaced objects into ns unless they name their own).
 func (c *cluster) create(ctx context.Context, u *unstructured.Unstructured, ns string) error {
+	ri, err := c.resource(u, ns)
+	if err != nil {
+		return err
+	}
+	if _, err := ri.Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	return nil
+}
+
+// resource is the dynamic client of u's kind (namespaced objects go into
+// ns unless they name their own; u's namespace is set).
+func (c *cluster) resource(u *unstructured.Unstructured, ns string) (dynamic.ResourceInterface, error) {
 	gvk := u.GroupVersionKind()
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
+		return nil, fmt.Errorf("%s %s: %w", gvk.Kind, u.GetName(), err)
 	}
-	var ri dynamic.ResourceInterface = c.dyn.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		if u.GetNamespace() == "" {
-			u.SetNamespace(ns)
-		}
-		ri = c.dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return c.dyn.Resource(m.Resource), nil
 	}
-	if _, err := ri.Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating %s %s/%s: %w", gvk.Kind, u.GetNamespace(), u.GetName(), err)
+	if u.GetNamespace() == "" {
+		u.SetNamespace(ns)
 	}
-	return nil
+	return c.dyn.Resource(m.Resource).Namespace(u.GetNamespace()), nil
 }
 
 // waitProblems polls cluster_problems until every workload of want shows
@@ -254,6 +263,52 @@ func (c *cluster) waitProblems(ctx context.Context, ns string, want map[string]s
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
+}
+
+// afterWait applies the scenario's after_wait objects (server-side apply,
+// field manager kubecrew-eval) once every pod of ns started in an earlier
+// second than now: the API server keeps whole seconds, so a write in the
+// pods' own second could not be told from one before them.
+func (c *cluster) afterWait(ctx context.Context, s Scenario, ns, canary string) error {
+	docs := splitDocs(substitute(s.Setup.AfterWait, ns, canary, time.Now()))
+	if len(docs) == 0 {
+		return nil
+	}
+	pods, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("setup.after_wait: listing pods: %w", err)
+	}
+	var newest time.Time
+	for _, p := range pods.Items {
+		at := p.CreationTimestamp.Time
+		if p.Status.StartTime != nil {
+			at = p.Status.StartTime.Time
+		}
+		if at.After(newest) {
+			newest = at
+		}
+	}
+	if d := time.Until(newest.Truncate(time.Second).Add(time.Second)); d > 0 {
+		select { // a known instant, not a readiness guess
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(d):
+		}
+	}
+	for _, doc := range docs {
+		u, err := decode(doc)
+		if err != nil {
+			return fmt.Errorf("setup.after_wait: %w", err)
+		}
+		ri, err := c.resource(u, ns)
+		if err != nil {
+			return fmt.Errorf("setup.after_wait: %w", err)
+		}
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "kubecrew-eval", Force: true}); err != nil {
+			return fmt.Errorf("setup.after_wait: applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return nil
 }
 
 // ready: the Deployment has all its replicas ready (a healthy workload

@@ -7,8 +7,8 @@ package sol
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
+	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/envelope"
@@ -61,16 +61,18 @@ const (
 	PlanRecommend = "recommend"
 )
 
-var configChangeRE = regexp.MustCompile(`(?i)\b(config\s*map|configmap|secret|config(uration)?|env(ironment)?)\b[^.\n]{0,80}\b(chang|updat|edit|modif|rotat|roll)|\b(chang|updat|edit|modif|rotat)\w*\b[^.\n]{0,80}\b(config\s*map|configmap|secret|config(uration)?)\b`)
-
 // Plan maps a finding to the one action Sol's playbook takes:
 //
 //   - reason OOMKilled with a named container and a workload kind that has
 //     a pod template → PlanMemoryPR. Exit 137 with reason Error is a liveness
 //     kill, not an OOM: it is not matched.
-//   - reason CrashLoopBackOff whose detail or remediation says a ConfigMap,
-//     Secret or configuration changed recently → PlanRestart (the pods
-//     must pick the new configuration up).
+//   - reason CrashLoopBackOff with the diagnosis's evidence that the pods
+//     predate a configuration change (f.ConfigChange: a ConfigMap they
+//     reference was written after they started, computed by pkg/kube) →
+//     PlanRestart: the pods must start on the new configuration. Words
+//     are not evidence: a detail, remediation or alert text that speaks
+//     of a config change does not count, and a code bug (the config
+//     untouched since the pods started) gets a recommendation.
 //   - anything else → PlanRecommend: no change without a known-safe action.
 //
 // Sol acts on a delegated finding without re-judging whether it is worth
@@ -84,7 +86,7 @@ func Plan(f api.Finding) (action string) {
 		}
 		return PlanRecommend
 	case reason == "crashloopbackoff":
-		if configChangeRE.MatchString(f.Detail + "\n" + f.Remediation) {
+		if f.ConfigChange.After() {
 			return PlanRestart
 		}
 	}
@@ -96,7 +98,8 @@ var rolloutKinds = map[string]string{"Deployment": "deployments", "StatefulSet":
 
 // act: the delegated finding → ONE action, then stop. OOMKilled → a
 // memory-limit PR (bump_workload_memory, never a cluster change); a crash
-// loop after a recent config change → rollout restart; anything else → a
+// loop whose pods predate a config change (f.ConfigChange) → rollout
+// restart; anything else → a
 // written recommendation. Sol does not re-judge a delegated finding, and
 // makes no diagnostic reads of his own here: the finding is the evidence.
 func act(ctx context.Context, r *engine.Run) error {
@@ -151,7 +154,9 @@ func act(ctx context.Context, r *engine.Run) error {
 		if notMade(r, out) {
 			return nil
 		}
-		r.SetAnswer("Action: rollout restart of " + target(f) + " so its pods pick up the changed configuration.\n" + out)
+		cc := f.ConfigChange
+		r.SetAnswer(fmt.Sprintf("Action: rollout restart of %s so its pods start on the changed configuration (%s %s written %s, after the pods started %s).\n%s",
+			target(f), cc.Kind, cc.Name, cc.ChangedAt.UTC().Format(time.RFC3339), cc.PodsStartedAt.UTC().Format(time.RFC3339), out))
 		r.SetVerdict(api.VerdictActionTaken)
 	default:
 		recommend(r, f, "")
@@ -220,7 +225,10 @@ func recommend(r *engine.Run, f api.Finding, why string) {
 	if why != "" {
 		fmt.Fprintf(&b, " I did not act because %s.", why)
 	} else {
-		b.WriteString(" This is not in the class I may fix (a memory-limit PR for an OOMKill, a restart after a config change).")
+		b.WriteString(" This is not in the class I may fix (a memory-limit PR for an OOMKill, a restart when the configuration changed after the pods started).")
+		if strings.EqualFold(strings.TrimSpace(f.Reason), "CrashLoopBackOff") {
+			b.WriteString(" The diagnosis found no configuration written after the pods started, so a restart would only repeat the crash.")
+		}
 	}
 	if f.Remediation != "" {
 		fmt.Fprintf(&b, "\nSuggested fix for a human: %s", f.Remediation)
