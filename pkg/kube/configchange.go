@@ -83,7 +83,7 @@ func configRefs(spec *corev1.PodSpec) (configMaps, secrets []string) {
 func lastDataWrite(m metav1.ObjectMeta) time.Time {
 	at := m.CreationTimestamp.Time
 	for _, mf := range m.ManagedFields {
-		if mf.Time == nil || mf.FieldsV1 == nil || !ownsData(mf.FieldsV1.Raw) {
+		if mf.Time == nil || mf.FieldsV1 == nil || !ownsData(mf.FieldsV1.GetRawBytes()) {
 			continue
 		}
 		if mf.Time.After(at) {

@@ -22,7 +22,7 @@ func cmMeta(name string, created time.Time, writes ...metav1.ManagedFieldsEntry)
 func write(manager string, at time.Time, fields string) metav1.ManagedFieldsEntry {
 	t := metav1.NewTime(at)
 	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
-		Time: &t, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		Time: &t, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 }
 
 const (

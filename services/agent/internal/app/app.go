@@ -89,6 +89,7 @@ type App struct {
 	Escalator *pager.Escalator
 	Deliverer *report.Deliverer
 	forgeOK   bool
+	forge     gitops.Forge // the GitOps repository (noForge when none is configured)
 	a2a       *a2aserver.Service
 
 	// MCP serves the persona's tools (mcp.go); mcpServed names them.

@@ -9,6 +9,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 
+	"github.com/kubecrew/kubecrew/pkg/deployreview"
 	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube"
@@ -63,6 +64,7 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 	default:
 		a.forgeOK = true
 	}
+	a.forge = forge
 	a.Git = gitops.NewService(forge, cfg.Persona.Slug, gitops.Options{
 		MaxOpenPRs: cfg.GitOpsMaxOpenPRs, StaleAfter: cfg.GitOpsStaleAfter,
 		SettleAfter: cfg.GitOpsSettleAfter,
@@ -75,6 +77,7 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 	for _, t := range a.Git.Tools() {
 		reg.Add(t)
 	}
+	reg.Add(deployreview.Tool(forge))
 
 	targets, err := report.TargetsFromURLs(cfg.DiscordWebhookURL, cfg.SlackWebhookURL,
 		cfg.ReportWebhookURL, &http.Client{Timeout: 15 * time.Second})
@@ -147,6 +150,7 @@ func (a *App) persona() personas.Persona {
 	}
 	if a.forgeOK {
 		d.Reviewer = a.Git
+		d.Repo = a.forge
 	}
 	return personas.For(a.Config.Persona.Slug, d)
 }

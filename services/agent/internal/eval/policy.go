@@ -88,6 +88,8 @@ func (t turn) transcript() string {
 var (
 	// a cluster_problems line: "- critical OOMKilled ns/Deployment/name container=app … remediable | detail"
 	problemRE = regexp.MustCompile(`(?m)^- (critical|high|medium|low) (\S+) ([a-z0-9-]+)/([A-Za-z]+)/([a-z0-9.-]+)((?: [a-z-]+=\S+)*)( remediable)?(?: \| (.*))?$`)
+	// a review_deploy_path line: "- high DF002 build/Dockerfile:3 [Dockerfile] … — fix: …"
+	reviewRE = regexp.MustCompile(`(?m)^- (critical|high|medium|low) ([A-Z]{2}\d{3}) (\S+:\d+) \[([A-Za-z]+)(?: ([^\]]*))?\] (.*?) — fix: (.*)$`)
 	// the diagnosis's config-change evidence, as cluster_problems and the
 	// finding's detail word it (pkg/kube configEvidence)
 	configRE = regexp.MustCompile(`ConfigMap ([a-z0-9.-]+) written ([0-9T:Z-]+), after the pods started ([0-9T:Z-]+)`)
@@ -111,6 +113,19 @@ func problems(out string) []api.Finding {
 			}
 		}
 		fs = append(fs, f)
+	}
+	return fs
+}
+
+// reviewFindings parses review_deploy_path output into findings.
+func reviewFindings(out string) []api.Finding {
+	var fs []api.Finding
+	for _, m := range reviewRE.FindAllStringSubmatch(out, -1) {
+		ns, _, found := strings.Cut(m[5], "/")
+		if !found {
+			ns = ""
+		}
+		fs = append(fs, api.Finding{Severity: m[1], Reason: m[2], Name: m[3], Kind: m[4], Namespace: ns, Detail: m[6], Remediation: m[7], Confidence: 1})
 	}
 	return fs
 }
@@ -146,7 +161,7 @@ func text(s string) llmtest.Reply { return llmtest.WithUsage(llmtest.Text(s), 90
 // report answers the synthesis pass: the findings the transcript's
 // cluster_problems output holds (none for a persona that ran no sweep).
 func report(t turn, verdict string) llmtest.Reply {
-	fs := problems(t.transcript())
+	fs := append(problems(t.transcript()), reviewFindings(t.transcript())...)
 	if fs == nil {
 		fs = []api.Finding{}
 	}
@@ -298,8 +313,16 @@ func trivialMemoryDiff(out string) bool {
 	return len(plus) == 1 && len(minus) == 1 && strings.Contains(plus[0], "memory:") && strings.Contains(minus[0], "memory:")
 }
 
-// advise: Dax and Ada read what they can, then answer.
+// advise: Dax and Ada run their review first when they have one, read
+// what they can, then answer.
 func advise(t turn) llmtest.Reply {
+	if t.tools["review_deploy_path"] {
+		out, done := t.results["review_deploy_path"]
+		if !done {
+			return call("review_deploy_path", map[string]string{})
+		}
+		return text("Deploy-path review (no change made): fix these in Git, most severe first.\n" + out)
+	}
 	if t.tools["list_repo_files"] && t.called["list_repo_files"] == 0 {
 		return call("list_repo_files", map[string]string{})
 	}

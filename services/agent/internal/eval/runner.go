@@ -235,6 +235,9 @@ func (r *Runner) prepare(ctx context.Context, sr *scenarioRun, dir string) error
 	if gitopsYAML != "" {
 		files["apps/"+ns+"/workloads.yaml"] = []byte(gitopsYAML)
 	}
+	for p, content := range s.Setup.GitOpsFiles {
+		files[p] = []byte(content)
+	}
 	sr.repo = filepath.Join(dir, "gitops.git")
 	if err := gitops.InitLocalRepo(sr.repo, files); err != nil {
 		return err

@@ -62,6 +62,9 @@ type Setup struct {
 	// GitOps: the workloads' manifests are in the GitOps repository
 	// (default true); false leaves the repository without them.
 	GitOps *bool `yaml:"gitops"`
+	// GitOpsFiles are more files of the GitOps repository (path →
+	// content): Dockerfiles, CI workflows, other manifests to review.
+	GitOpsFiles map[string]string `yaml:"gitops_files"`
 	// Wait lists workload → reason cluster_problems must report before the
 	// trigger fires ("" = reported healthy).
 	Wait map[string]string `yaml:"wait"`

@@ -1,13 +1,15 @@
 // Package personas is where each persona's code lives, one package per
 // persona: noor (the sweep, her backstop and her delegation choice), sol
-// (his plan and the one action), vera (her PR pick and review pass). Dax
-// and Ada advise through the model only and have no code of their own.
+// (his plan and the one action), vera (her PR pick and review pass), dax
+// (the deploy-path review). Ada advises through the model only.
 // pkg/kube and pkg/gitops keep the mechanisms; the choices are here.
 package personas
 
 import (
+	"github.com/kubecrew/kubecrew/pkg/deployreview"
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
+	"github.com/kubecrew/kubecrew/services/agent/internal/personas/dax"
 	"github.com/kubecrew/kubecrew/services/agent/internal/personas/noor"
 	"github.com/kubecrew/kubecrew/services/agent/internal/personas/sol"
 	"github.com/kubecrew/kubecrew/services/agent/internal/personas/vera"
@@ -33,10 +35,12 @@ type Persona interface {
 type Deps struct {
 	Cluster  noor.Cluster
 	Reviewer vera.Reviewer
+	// Repo is the GitOps repository Dax reviews (nil: none configured).
+	Repo deployreview.Repo
 }
 
-// For returns the persona with slug. Dax, Ada and unknown slugs get one
-// with no code of its own.
+// For returns the persona with slug. Ada and unknown slugs get one with
+// no code of its own.
 func For(slug string, d Deps) Persona {
 	switch slug {
 	case persona.SlugNoor:
@@ -45,6 +49,8 @@ func For(slug string, d Deps) Persona {
 		return sol.New()
 	case persona.SlugVera:
 		return vera.New(d.Reviewer)
+	case persona.SlugDax:
+		return dax.New(d.Repo)
 	}
 	return advisor(slug)
 }

@@ -24,9 +24,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/kubecrew/kubecrew/pkg/gitops"
-	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 )
 
 // Options are the sandbox's settings.
@@ -267,16 +264,12 @@ func (r *runner) cluster(ctx context.Context) (IncidentConfig, error) {
 // gitopsRepo creates the local GitOps repository holding the fixtures'
 // manifests, where Sol opens his pull request.
 func (r *runner) gitopsRepo(inc *IncidentConfig) error {
-	manifests, err := os.ReadFile(filepath.Join(r.o.Root, kubetest.FixtureManifest))
+	repo, err := initRepo(r.o, inc.RepoPath)
 	if err != nil {
 		return err
 	}
-	repo := filepath.Join(r.o.RunDir, "gitops.git")
-	if err := gitops.InitLocalRepo(repo, map[string][]byte{inc.RepoPath: manifests}); err != nil {
-		return fmt.Errorf("creating the GitOps repository: %w", err)
-	}
 	inc.Repo = repo
-	r.say("GitOps repository (local git, bare): %s holding %s", repo, inc.RepoPath)
+	r.say("GitOps repository (local git, bare): %s holding %s and the planted files of %s", repo, inc.RepoPath, PlantedDir)
 	return nil
 }
 
@@ -290,6 +283,7 @@ func (r *runner) incident(ctx context.Context, fleet *Fleet, inc IncidentConfig)
 	cancel()
 	fmt.Fprintln(r.out)
 	summary(r.out, fleet, outcome, err, r.started)
+	showReview(ctx, r.out, fleet)
 	if r.o.AfterIncident != nil {
 		r.o.AfterIncident(fleet, outcome, err)
 	}
