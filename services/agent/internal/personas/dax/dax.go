@@ -36,6 +36,9 @@ func (*Dax) Tools() []string { return []string{deployreview.ToolName} }
 // Backstop: none; his model calls the review itself.
 func (*Dax) Backstop() engine.Backstop { return nil }
 
+// Prepare: none; review_deploy_path is his model's first tool.
+func (*Dax) Prepare() engine.Prepare { return nil }
+
 // Playbook is the review.
 func (d *Dax) Playbook() engine.Playbook { return engine.PlaybookFunc(d.review) }
 
