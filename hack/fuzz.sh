@@ -30,6 +30,7 @@ targets=(
   "pkg ./gitops FuzzBumpMemory"
   "pkg ./gitops FuzzBumpMemoryPositions"
   "pkg ./gitops FuzzTrivialMergeCheck"
+  "pkg ./gitops FuzzMergeTarget"
   "pkg ./deployreview FuzzReview"
   "services/core ./internal/webhook FuzzDecode"
   "services/core ./internal/route FuzzParse"
