@@ -23,7 +23,7 @@ var (
 		"k8s_get_pod_logs", "k8s_get_yaml", "k8s_api_resources", "k8s_nodes",
 		"k8s_rollout",
 		"bump_workload_memory", "list_agent_prs", "get_pr", "review_pr", "merge_if_trivial",
-		"read_repo_file", "list_repo_files",
+		"read_repo_file", "list_repo_files", "search_repo", "review_deploy_path",
 		"post_report",
 	)
 )
@@ -46,7 +46,7 @@ var shippedPersonas = []shipped{
 		tools:   "cluster_problems,k8s_get_resources,k8s_describe,k8s_get_events,k8s_get_pod_logs,k8s_get_yaml,k8s_api_resources,k8s_nodes,post_report",
 		maxIter: "20", pulseEnabled: "true", interval: "45m", color: "0x5865F2", display: "Noor",
 		skills: []string{"health-sweep", "delegation-protocol", "report-format"},
-		pulse:  map[string]int{"continuous": 1, "daily": 1, "weekly": 1},
+		pulse:  map[string]int{"continuous": 1, "daily": 2, "weekly": 1}, // daily: the trend review and the morning digest
 	},
 	{
 		name: "sol", slug: "k8s-engineer",
@@ -64,14 +64,14 @@ var shippedPersonas = []shipped{
 	},
 	{
 		name: "dax", slug: "cicd-engineer",
-		tools:   "read_repo_file,list_repo_files,k8s_get_yaml,k8s_get_events",
+		tools:   "review_deploy_path,read_repo_file,list_repo_files,search_repo,k8s_get_yaml,k8s_get_events",
 		maxIter: "15", pulseEnabled: "false", interval: "6h", color: "0x2ECC71", display: "Dax",
 		skills: []string{"image-tag-hygiene", "gitops-deploy-path"},
 		pulse:  map[string]int{"weekly": 2},
 	},
 	{
 		name: "ada", slug: "backend-architect",
-		tools:   "read_repo_file,list_repo_files",
+		tools:   "read_repo_file,list_repo_files,search_repo",
 		maxIter: "15", pulseEnabled: "false", interval: "6h", color: "0xE91E63", display: "Ada",
 		skills: []string{"api-design-review", "service-boundaries"},
 		pulse:  map[string]int{"weekly": 2},
@@ -139,8 +139,8 @@ func TestShippedPersonasLoad(t *testing.T) {
 			if n := strings.Count(strings.TrimRight(p.AgentsMD, "\n"), "\n") + 1; n > 150 {
 				t.Errorf("AGENTS.md is %d lines; keep it under ~150 (it is in every prompt)", n)
 			}
-			if !strings.Contains(p.AgentsMD, "## You do NOT have") {
-				t.Errorf("AGENTS.md has no \"## You do NOT have\" section")
+			if !strings.Contains(p.AgentsMD, "You do NOT have") {
+				t.Errorf("AGENTS.md does not say what the persona does NOT have")
 			}
 		})
 	}

@@ -70,7 +70,7 @@ func TestSolNotifiesVeraWhenTheModelDidNot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := fixturesRepo(t)
-			vera := start(t, map[string]string{"AGENT_PERSONA": "vera", "GITOPS_FORGE": "local", "GITOPS_REPO": repo})
+			vera := start(t, map[string]string{"AGENT_PERSONA": "vera", "GITOPS_FORGE": "local", "GITOPS_REPO": repo, "ACTIONS_NAMESPACES": "shop"})
 			srv := llmtest.NewServer(t, tc.script...)
 			env := modelEnv(srv, "sol")
 			for k, v := range map[string]string{"AGENT_TOOLS": "bump_workload_memory", "GITOPS_FORGE": "local", "GITOPS_REPO": repo,
@@ -121,7 +121,8 @@ func TestVeraModelReviewsWhatHerPlaybookWouldPick(t *testing.T) {
 	}
 	srv := llmtest.NewServer(t)
 	env := modelEnv(srv, "vera")
-	for k, v := range map[string]string{"AGENT_TOOLS": "list_agent_prs,get_pr,review_pr,merge_if_trivial", "GITOPS_FORGE": "local", "GITOPS_REPO": repo} {
+	for k, v := range map[string]string{"AGENT_TOOLS": "list_agent_prs,get_pr,review_pr,merge_if_trivial", "GITOPS_FORGE": "local", "GITOPS_REPO": repo,
+		"ACTIONS_NAMESPACES": "shop"} {
 		env[k] = v
 	}
 	vera := start(t, env)
