@@ -66,19 +66,5 @@ func (s *Scheduler) postDigest(ctx context.Context, task Task, rep report.Report
 	}
 	day := now.UTC().Truncate(24 * time.Hour)
 	ocs := s.o.Reporter.Deliver(ctx, task.Key+"/"+day.Format("2006-01-02"), rep, report.DeliverOptions{PostedSince: day})
-	out := ReportResult{Targets: ocs}
-	for _, o := range ocs {
-		if o.Delivered() {
-			out.Posted = true
-		}
-	}
-	switch {
-	case len(ocs) == 0:
-		out.Reason = "no report target configured"
-	case out.Posted:
-		out.Reason = "posted"
-	default:
-		out.Reason = "not posted: " + summarize(ocs)
-	}
-	return out
+	return resultOf(ocs)
 }

@@ -510,6 +510,11 @@ func (s *Scheduler) report(ctx context.Context, task Task, res api.RunResult) Re
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	ocs := s.o.Reporter.Deliver(dctx, task.Key, r, report.DeliverOptions{PostedSince: res.StartedAt})
+	return resultOf(ocs)
+}
+
+// resultOf says whether a delivery reached any target, and why not.
+func resultOf(ocs []report.Outcome) ReportResult {
 	out := ReportResult{Targets: ocs}
 	for _, o := range ocs {
 		if o.Delivered() {
