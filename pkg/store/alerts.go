@@ -7,7 +7,8 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
-// AlertState is the standing state of one alert (by fingerprint).
+// AlertState is the standing state of one incident: the alerts that share
+// a correlation key (README, "Storms"); Fingerprint holds the key.
 type AlertState struct {
 	Fingerprint      string
 	Alertname        string
@@ -29,7 +30,7 @@ type AlertDecision struct {
 	Fingerprint     string
 	Alertname       string
 	Status          string // firing|resolved
-	Decision        string // dispatched|deduped|cooldown|busy|ignored|resolved|rejected
+	Decision        string // dispatched|deduped|cooldown|busy|ignored|resolved|rejected|joined|dropped
 	Agent           string
 	InvestigationID string
 	Reason          string

@@ -127,11 +127,18 @@ const (
 	// over-long or control-character fingerprint or label): recorded with
 	// its reason, it changes no alert state.
 	DecisionRejected = "rejected"
+	// DecisionJoined is an alert that joined the running investigation of
+	// its incident (its correlation key) instead of starting one.
+	DecisionJoined = "joined"
+	// DecisionDropped is an incident dropped from a full busy queue (the
+	// lowest severity goes first).
+	DecisionDropped = "dropped"
 )
 
 func validDecision(d string) bool {
 	switch d {
-	case DecisionDispatched, DecisionDeduped, DecisionCooldown, DecisionBusy, DecisionIgnored, DecisionResolved, DecisionRejected:
+	case DecisionDispatched, DecisionDeduped, DecisionCooldown, DecisionBusy, DecisionIgnored, DecisionResolved, DecisionRejected,
+		DecisionJoined, DecisionDropped:
 		return true
 	}
 	return false

@@ -57,6 +57,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		{"apply alert", contractApplyAlert},
 		{"alert lists", contractAlertLists},
 		{"apply alert concurrently", contractApplyAlertConcurrent},
+		{"incident keys: joined and dropped", contractIncidentKeys},
 		{"dirty text", contractDirtyText},
 		{"bad keys and rejected alerts", contractBadKeys},
 		{"retention", contractPrune},
@@ -644,6 +645,54 @@ func contractAlertLists(t *testing.T, s fullStore, c *clock) {
 	}
 	_, _, err = s.ListDecisions(ctx, Page{Cursor: "x"})
 	mustIs(t, err, ErrInvalid)
+}
+
+// contractIncidentKeys: the state is the incident's (a correlation key),
+// each decision names the alert it decided; joined and dropped are stored.
+func contractIncidentKeys(t *testing.T, s fullStore, c *clock) {
+	ctx := context.Background()
+	key := "prod/owner/Deployment/api"
+	step := func(fp, decision string, pending bool) AlertDecision {
+		t.Helper()
+		d, err := s.ApplyAlert(ctx, key, "platform-sre", func(prev AlertState, ok bool, _ int) (AlertDecision, AlertState) {
+			st := prev
+			st.Firing, st.LastSeen, st.Pending = true, c.Now(), pending
+			return AlertDecision{Fingerprint: fp, Alertname: "KubePodCrashLooping", Status: "firing", Decision: decision,
+				InvestigationID: prev.InvestigationID, Reason: decision + " " + fp}, st
+		}, nil)
+		mustNil(t, err)
+		return d
+	}
+	first := step("pod-a", DecisionDispatched, false)
+	joined := step("pod-b", DecisionJoined, false)
+	if first.Fingerprint != "pod-a" || joined.Fingerprint != "pod-b" || joined.InvestigationID != first.InvestigationID || joined.InvestigationID == "" {
+		t.Fatalf("decisions %+v then %+v: want each alert's own fingerprint and the one investigation", first, joined)
+	}
+	inv, err := s.GetInvestigation(ctx, first.InvestigationID)
+	mustNil(t, err)
+	if inv.Fingerprint != key {
+		t.Fatalf("investigation fingerprint %q, want the incident key", inv.Fingerprint)
+	}
+	mustNil(t, s.FinishInvestigation(ctx, Investigation{ID: inv.ID, Status: "completed"}))
+	step("pod-c", DecisionBusy, true)
+	dropped := step("pod-c", DecisionDropped, false)
+	if dropped.Decision != DecisionDropped {
+		t.Fatalf("dropped decision = %+v", dropped)
+	}
+	st, err := s.GetAlertState(ctx, key)
+	mustNil(t, err)
+	if st.Pending || st.InFlight {
+		t.Fatalf("state after the drop = %+v, want neither pending nor in flight", st)
+	}
+	ds, _, err := s.ListDecisions(ctx, Page{Limit: 10})
+	mustNil(t, err)
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.Decision+":"+d.Fingerprint)
+	}
+	if fmt.Sprint(got) != "[dropped:pod-c busy:pod-c joined:pod-b dispatched:pod-a]" {
+		t.Fatalf("decisions newest first = %v", got)
+	}
 }
 
 func contractApplyAlertConcurrent(t *testing.T, s fullStore, c *clock) {

@@ -155,10 +155,14 @@ func decide(fingerprint, agent string, prev AlertState, ok bool, inFlight int, f
 	}
 	d, st := fn(prev, ok, inFlight)
 	if !validDecision(d.Decision) || d.Decision == DecisionRejected {
-		return AlertDecision{}, AlertState{}, nil, invalidf("decision %q is not one of dispatched|deduped|cooldown|busy|ignored|resolved (a rejected alert is recorded with RecordDecision)", d.Decision)
+		return AlertDecision{}, AlertState{}, nil, invalidf("decision %q is not one of dispatched|deduped|cooldown|busy|ignored|resolved|joined|dropped (a rejected alert is recorded with RecordDecision)", d.Decision)
 	}
 	t := now()
-	d.Fingerprint = fingerprint
+	// The state is the incident's (its correlation key); the decision
+	// names the alert it decided when fn says so.
+	if d.Fingerprint == "" {
+		d.Fingerprint = fingerprint
+	}
 	if d.Agent == "" {
 		d.Agent = agent
 	}
@@ -208,7 +212,7 @@ func decide(fingerprint, agent string, prev AlertState, ok bool, inFlight int, f
 		i = cleanInvestigation(normInvestigation(i))
 		inv = &i
 	}
-	d.Alertname, d.Status, d.Agent, d.InvestigationID, d.Reason = clean(d.Alertname), clean(d.Status), clean(d.Agent), clean(d.InvestigationID), clean(d.Reason)
+	d.Fingerprint, d.Alertname, d.Status, d.Agent, d.InvestigationID, d.Reason = clean(d.Fingerprint), clean(d.Alertname), clean(d.Status), clean(d.Agent), clean(d.InvestigationID), clean(d.Reason)
 	st.Alertname, st.ContentHash, st.InvestigationID = clean(st.Alertname), clean(st.ContentHash), clean(st.InvestigationID)
 	return normDecision(d), normAlertState(st), inv, nil
 }
