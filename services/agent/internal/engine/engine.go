@@ -36,6 +36,14 @@ type Playbook interface {
 	Run(ctx context.Context, r *Run) error
 }
 
+// InCode is a Playbook that also answers some requests with a model
+// configured: work that is code's by design (the weekly repository review,
+// README.md "Deploy-path review"), never the model's to redo or skip.
+type InCode interface {
+	Playbook
+	InCode(req api.RunRequest) bool
+}
+
 // PlaybookFunc adapts a function to Playbook.
 type PlaybookFunc func(ctx context.Context, r *Run) error
 
@@ -364,7 +372,7 @@ func (e *Engine) execute(ctx context.Context, r *Run) {
 				res = outcome{status: api.StatusFailed, err: fmt.Errorf("internal error: %v", p)}
 			}
 		}()
-		if e.opts.Model == nil {
+		if ic, ok := e.opts.Playbook.(InCode); e.opts.Model == nil || ok && ic.InCode(r.Req) {
 			res = e.runDeterministic(ctx, r)
 		} else {
 			res = e.runModelWithin(ctx, r)
@@ -403,10 +411,21 @@ func (e *Engine) runDeterministic(ctx context.Context, r *Run) outcome {
 		return outcome{status: api.StatusFailed, answer: msg, verdict: "unsupported", err: errors.New(msg)}
 	}
 	if err := e.opts.Playbook.Run(ctx, r); err != nil {
+		if p := (*Partial)(nil); errors.As(err, &p) {
+			return outcome{status: api.StatusPartial, err: err}
+		}
 		return outcome{status: api.StatusFailed, err: err}
 	}
 	return outcome{status: api.StatusCompleted}
 }
+
+// Partial is a playbook's error for a task done in part (some files could
+// not be read, some checks could not run): the run ends partial with the
+// reason, and what the playbook answered and found is kept. Any other
+// error fails the run; nil completes it.
+type Partial struct{ Reason string }
+
+func (p *Partial) Error() string { return p.Reason }
 
 func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	bg := context.WithoutCancel(ctx)
@@ -463,6 +482,11 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 		res.Error = o.err.Error()
 	}
 	res.Lifecycle = e.observe(bg, r, finished)
+	if res.Lifecycle == nil {
+		r.mu.Lock()
+		res.Lifecycle = r.changes
+		r.mu.Unlock()
+	}
 	if len(findings) > 0 {
 		if err := e.opts.Store.RecordFindings(bg, r.ID, e.opts.Agent.Slug, finished, findings); err != nil {
 			r.log.Warn("findings not recorded", zap.Error(err))

@@ -545,3 +545,62 @@ func TestRunAnswerAndFindingsAreRedacted(t *testing.T) {
 		t.Fatalf("result = %+v; want the token replaced by a marker", res)
 	}
 }
+
+// A playbook's status follows what it could do: nil completes, a Partial
+// error ends partial with its reason and keeps the answer and findings,
+// any other error fails.
+func TestPlaybookStatusIsHonest(t *testing.T) {
+	tests := []struct {
+		name, status string
+		err          error
+	}{
+		{"done", api.StatusCompleted, nil},
+		{"done in part", api.StatusPartial, fmt.Errorf("review: %w", &engine.Partial{Reason: "2 files not reviewed"})},
+		{"not done", api.StatusFailed, errors.New("no repository")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pb := engine.PlaybookFunc(func(ctx context.Context, run *engine.Run) error {
+				run.ReportFinding(api.Finding{Severity: "low", Kind: "Dockerfile", Name: "Dockerfile:1", Reason: "DF001"})
+				run.SetAnswer("what I reviewed")
+				return tc.err
+			})
+			r := newRig(t, rigOpts{noModel: true, playbook: pb})
+			res := r.run(t, api.RunRequest{Task: "review"})
+			if res.Status != tc.status || len(res.Findings) != 1 {
+				t.Fatalf("result = %+v, want status %s", res, tc.status)
+			}
+			if tc.err != nil && !strings.Contains(res.Error, tc.err.Error()) {
+				t.Errorf("error = %q, want %q", res.Error, tc.err)
+			}
+			if tc.status != api.StatusFailed && res.Answer != "what I reviewed" {
+				t.Errorf("answer = %q", res.Answer)
+			}
+		})
+	}
+}
+
+type inCodePlaybook struct{ engine.PlaybookFunc }
+
+func (inCodePlaybook) InCode(req api.RunRequest) bool {
+	return req.WorkflowType == api.WorkflowPulseTask
+}
+
+// An InCode playbook answers its requests even with a model configured;
+// every other request goes to the model.
+func TestInCodePlaybookRunsWithoutTheModel(t *testing.T) {
+	pb := inCodePlaybook{func(ctx context.Context, run *engine.Run) error {
+		run.SetAnswer("reviewed in code")
+		return nil
+	}}
+	r := newRig(t, rigOpts{playbook: pb}, llmtest.Text("the model's answer"))
+	if res := r.run(t, api.RunRequest{Task: "Weekly review", WorkflowType: api.WorkflowPulseTask}); res.Answer != "reviewed in code" || res.Status != api.StatusCompleted {
+		t.Fatalf("pulse run = %+v", res)
+	}
+	if n := len(r.llm.Requests()); n != 0 {
+		t.Fatalf("the in-code run called the model %d times", n)
+	}
+	if res := r.run(t, api.RunRequest{Task: "hello"}); res.Answer != "the model's answer" {
+		t.Fatalf("manual run = %+v", res)
+	}
+}

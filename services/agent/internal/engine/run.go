@@ -48,6 +48,7 @@ type Run struct {
 	digest     string         // the pulse state Prepare saw
 	result     api.RunResult
 	sweep      *Sweep
+	changes    *api.Lifecycle // SetChanges: the run's own comparison
 }
 
 // ToolResult is one tool call of a run as the run's code sees it after
@@ -131,6 +132,12 @@ func (r *Run) SetAnswer(s string) { r.mu.Lock(); r.answer = s; r.mu.Unlock() }
 
 // SetVerdict sets the run's verdict (playbooks).
 func (r *Run) SetVerdict(s string) { r.mu.Lock(); r.verdict = s; r.mu.Unlock() }
+
+// SetChanges records what changed since the code's own previous look
+// (a repository review compared with the last one): the result's
+// Lifecycle when the run swept no cluster. Never the cluster's finding
+// lifecycle, which only sweeps (Observe) change.
+func (r *Run) SetChanges(l api.Lifecycle) { r.mu.Lock(); r.changes = &l; r.mu.Unlock() }
 
 // Observe records what the run's sweep saw, for the findings' lifecycle:
 // applied when the run ends (the last sweep of a run wins).
