@@ -32,6 +32,7 @@ targets=(
   "pkg ./gitops FuzzTrivialMergeCheck"
   "pkg ./gitops FuzzMergeTarget"
   "pkg ./deployreview FuzzReview"
+  "pkg ./deployreview FuzzReviewAPI"
   "services/core ./internal/webhook FuzzDecode"
   "services/core ./internal/route FuzzParse"
   "pkg ./llm FuzzRetryAfter"

@@ -217,29 +217,35 @@ func checkReplicas(o object, all []object, add func(id string, line int, msg str
 // hasPDB: a PodDisruptionBudget in the same namespace whose matchLabels
 // are all among the workload's pod labels.
 func hasPDB(o object, all []object) bool {
+	labels := podLabels(o)
+	for _, p := range all {
+		if p.kind == "PodDisruptionBudget" && p.namespace == o.namespace && selects(dig(p.root, "spec", "selector", "matchLabels"), labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// podLabels are a workload's pod template labels.
+func podLabels(o object) map[string]string {
 	labels := map[string]string{}
 	if l := dig(o.root, "spec", "template", "metadata", "labels"); l != nil {
 		for i := 0; i+1 < len(l.Content); i += 2 {
 			labels[l.Content[i].Value] = l.Content[i+1].Value
 		}
 	}
-	for _, p := range all {
-		if p.kind != "PodDisruptionBudget" || p.namespace != o.namespace {
-			continue
-		}
-		ml := dig(p.root, "spec", "selector", "matchLabels")
-		if ml == nil || len(ml.Content) == 0 {
-			continue
-		}
-		match := true
-		for i := 0; i+1 < len(ml.Content); i += 2 {
-			if labels[ml.Content[i].Value] != ml.Content[i+1].Value {
-				match = false
-			}
-		}
-		if match {
-			return true
+	return labels
+}
+
+// selects: a non-empty label selector mapping whose every pair is in labels.
+func selects(sel *yaml.Node, labels map[string]string) bool {
+	if sel == nil || sel.Kind != yaml.MappingNode || len(sel.Content) == 0 {
+		return false
+	}
+	for i := 0; i+1 < len(sel.Content); i += 2 {
+		if v, ok := labels[sel.Content[i].Value]; !ok || v != sel.Content[i+1].Value {
+			return false
 		}
 	}
-	return false
+	return true
 }

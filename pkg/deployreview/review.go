@@ -1,7 +1,10 @@
-// Package deployreview is the deterministic review of a GitOps
-// repository's deploy path — Dockerfiles, workload manifests and CI
-// workflow files — that Dax runs with or without a model (README.md,
-// "Deploy-path review"). Every finding has a rule id, a severity, the
+// Package deployreview holds the deterministic reviews of a GitOps
+// repository: the deploy path — Dockerfiles, workload manifests and CI
+// workflow files — that Dax runs (README.md, "Deploy-path review"), and
+// the API design — OpenAPI documents, Services and the workloads behind
+// them — that Ada runs (README.md, "API design review"), each with or
+// without a model. One package because both share the repository walk,
+// the finding shape, the report and the one config file. Every finding has a rule id, a severity, the
 // file:line it is about and a one-line fix; a repository switches rules
 // off in ConfigPath. Mechanism only: the persona decides what to report.
 //
@@ -58,6 +61,7 @@ func (f Finding) Where() string { return fmt.Sprintf("%s:%d", f.File, f.Line) }
 
 // Report is one review.
 type Report struct {
+	Title    string    // which review: "deploy-path review", "API design review"
 	Scope    string    // the directory reviewed ("" = the whole repository)
 	Files    int       // files reviewed
 	Findings []Finding // sorted: severity, file, line, rule
@@ -65,11 +69,50 @@ type Report struct {
 	Skipped  []string  // files not reviewed, with why
 }
 
-// Review reads the repository under dir ("" = all of it) and runs every
-// rule not switched off in ConfigPath on each file it recognises. A file
-// it cannot read or parse is named in Skipped; a bad ConfigPath is an
-// error naming its line.
+// Review is Dax's deploy-path review of the repository under dir ("" =
+// all of it): every rule of Rules not switched off in ConfigPath, on each
+// Dockerfile, manifest and CI workflow. A file it cannot read or parse is
+// named in Skipped; a bad ConfigPath is an error naming its line.
 func Review(ctx context.Context, repo Repo, dir string) (*Report, error) {
+	return review(ctx, repo, dir, deployPath)
+}
+
+// ReviewAPI is Ada's API design review of the repository under dir:
+// every rule of APIRules on each OpenAPI document and on the Services
+// and the workloads behind them.
+func ReviewAPI(ctx context.Context, repo Repo, dir string) (*Report, error) {
+	return review(ctx, repo, dir, apiDesign)
+}
+
+// ruleSet is one review: which files it reads, what it checks in each
+// and what it checks over all the manifests together.
+type ruleSet struct {
+	title    string
+	classify func(path string) string // "" = not reviewed
+	// file checks one file; a manifest file is returned for the set's
+	// objects pass; an error names why the file was not reviewed.
+	file    func(path, kind string, raw []byte) ([]Finding, *manifestFile, error)
+	objects func([]manifestFile) []Finding
+}
+
+var deployPath = ruleSet{title: "deploy-path review", classify: classify, file: deployFile, objects: checkManifests}
+
+func deployFile(p, kind string, raw []byte) ([]Finding, *manifestFile, error) {
+	switch kind {
+	case kindDockerfile:
+		return checkDockerfile(p, raw), nil, nil
+	case kindWorkflow:
+		fs, err := checkWorkflow(p, raw)
+		return fs, nil, err
+	}
+	m, err := parseManifests(p, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nil, &m, nil
+}
+
+func review(ctx context.Context, repo Repo, dir string, set ruleSet) (*Report, error) {
 	dir = strings.Trim(strings.TrimSpace(dir), "/")
 	cfg, err := loadConfig(ctx, repo)
 	if err != nil {
@@ -79,10 +122,10 @@ func Review(ctx context.Context, repo Repo, dir string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", orRoot(dir), err)
 	}
-	rep := &Report{Scope: dir, Disabled: cfg.disabledList()}
+	rep := &Report{Title: set.title, Scope: dir, Disabled: cfg.disabledList()}
 	var manifests []manifestFile
 	for _, f := range files {
-		kind := classify(f)
+		kind := set.classify(f)
 		if kind == "" {
 			continue
 		}
@@ -96,25 +139,16 @@ func Review(ctx context.Context, repo Repo, dir string) (*Report, error) {
 			continue
 		}
 		rep.Files++
-		switch kind {
-		case kindDockerfile:
-			rep.Findings = append(rep.Findings, checkDockerfile(f, raw)...)
-		case kindWorkflow:
-			fs, err := checkWorkflow(f, raw)
-			if err != nil {
-				rep.Skipped = append(rep.Skipped, f+" (not YAML: "+err.Error()+")")
-			}
-			rep.Findings = append(rep.Findings, fs...)
-		case kindManifest:
-			m, err := parseManifests(f, raw)
-			if err != nil {
-				rep.Skipped = append(rep.Skipped, f+" (not YAML: "+err.Error()+")")
-				continue
-			}
-			manifests = append(manifests, m)
+		fs, m, err := set.file(f, kind, raw)
+		if err != nil {
+			rep.Skipped = append(rep.Skipped, f+" (not YAML: "+err.Error()+")")
+		}
+		rep.Findings = append(rep.Findings, fs...)
+		if m != nil {
+			manifests = append(manifests, *m)
 		}
 	}
-	rep.Findings = append(rep.Findings, checkManifests(manifests)...)
+	rep.Findings = append(rep.Findings, set.objects(manifests)...)
 	rep.Findings = cfg.filter(rep.Findings)
 	sortFindings(rep.Findings)
 	return rep, nil
@@ -124,9 +158,11 @@ const (
 	kindDockerfile = "dockerfile"
 	kindWorkflow   = "workflow"
 	kindManifest   = "manifest"
+	kindJSON       = "json"
 )
 
-// classify names what a repository file is ("" = not reviewed).
+// classify names what a repository file is to the deploy-path review
+// ("" = not reviewed).
 func classify(p string) string {
 	base := path.Base(p)
 	ext := path.Ext(base)
@@ -170,8 +206,8 @@ func (r *Report) Render() string {
 			sev[i]++
 		}
 	}
-	fmt.Fprintf(&b, "deploy-path review of %s: %d files reviewed, %d findings (%d critical, %d high, %d medium, %d low)\n",
-		orRoot(r.Scope), r.Files, len(r.Findings), sev[0], sev[1], sev[2], sev[3])
+	fmt.Fprintf(&b, "%s of %s: %d files reviewed, %d findings (%d critical, %d high, %d medium, %d low)\n",
+		r.Title, orRoot(r.Scope), r.Files, len(r.Findings), sev[0], sev[1], sev[2], sev[3])
 	for _, f := range r.Findings {
 		fmt.Fprintf(&b, "- %s %s %s [%s] %s — fix: %s\n", f.Severity, f.Rule, f.Where(), strings.TrimSpace(f.Kind+" "+f.Object), f.Message, f.Fix)
 	}

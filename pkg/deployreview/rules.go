@@ -34,9 +34,24 @@ var Rules = []Rule{
 	{"CI002", api.SeverityHigh, "a secret is echoed to the job log", "never print secrets: pass them as env to the step that needs them"},
 }
 
+// APIRules are Ada's, in the order the README documents them.
+var APIRules = []Rule{
+	{"OA001", api.SeverityMedium, "operation documents no error response (no 4xx, 5xx or default)", "document the errors clients must handle (400, 401/403, 404, 409, 5xx) with one error schema, or a default response"},
+	{"OA002", api.SeverityMedium, "list operation without pagination parameters", "add a page size limit and a cursor (limit + page_token, or limit + offset) and return the next cursor"},
+	{"OA003", api.SeverityLow, "naming style differs from the rest of the document (camelCase vs snake_case vs kebab-case)", "rename to the document's majority style (or switch OA003 off and pick one style in a style guide)"},
+	{"OA004", api.SeverityHigh, "mutating operation (POST, PUT, PATCH, DELETE) without authentication", "require a security scheme on the operation or globally; security: [] and {} make it anonymous"},
+	{"OA005", api.SeverityMedium, "request body without a size limit", "bound the body: maxLength/maxItems/maxProperties, additionalProperties: false, or x-max-body-size that the server enforces"},
+	{"SV001", api.SeverityHigh, "Service sends traffic to a container without a readiness probe", "add a readinessProbe to every serving container, so endpoints only list ready pods"},
+	{"SV002", api.SeverityMedium, "terminationGracePeriodSeconds below 5s on a workload behind a Service", "give the server time to drain: terminationGracePeriodSeconds of at least the longest request (default 30)"},
+	{"SV003", api.SeverityLow, "multi-replica workload behind a Service without a preStop hook", "add lifecycle.preStop (e.g. sleep: {seconds: 5}) so endpoints drop the pod before SIGTERM, and drain on SIGTERM"},
+}
+
+// allRules is every rule of every review: ConfigPath may name any of them.
+func allRules() []Rule { return append(append([]Rule(nil), Rules...), APIRules...) }
+
 // rule is the rule with id (it must exist).
 func rule(id string) Rule {
-	for _, r := range Rules {
+	for _, r := range allRules() {
 		if r.ID == id {
 			return r
 		}
@@ -88,7 +103,7 @@ func ParseConfig(raw []byte) (map[string]bool, error) {
 		for _, id := range v.Content {
 			name := strings.ToUpper(strings.TrimSpace(id.Value))
 			if !known(name) {
-				return nil, fmt.Errorf("%w: line %d: unknown rule %q (the rules are listed in the README, \"Deploy-path review\")", ErrConfig, id.Line, id.Value)
+				return nil, fmt.Errorf("%w: line %d: unknown rule %q (the rules are listed in the README, \"Deploy-path review\" and \"API design review\")", ErrConfig, id.Line, id.Value)
 			}
 			out[name] = true
 		}
@@ -97,7 +112,7 @@ func ParseConfig(raw []byte) (map[string]bool, error) {
 }
 
 func known(id string) bool {
-	for _, r := range Rules {
+	for _, r := range allRules() {
 		if r.ID == id {
 			return true
 		}
