@@ -23,7 +23,7 @@ var (
 		"k8s_get_pod_logs", "k8s_get_yaml", "k8s_api_resources", "k8s_nodes",
 		"k8s_rollout",
 		"bump_workload_memory", "list_agent_prs", "get_pr", "review_pr", "merge_if_trivial",
-		"read_repo_file", "list_repo_files", "search_repo", "review_deploy_path",
+		"read_repo_file", "list_repo_files", "search_repo", "review_deploy_path", "review_api_design",
 		"post_report",
 	)
 )
@@ -71,7 +71,7 @@ var shippedPersonas = []shipped{
 	},
 	{
 		name: "ada", slug: "backend-architect",
-		tools:   "read_repo_file,list_repo_files,search_repo",
+		tools:   "review_api_design,read_repo_file,list_repo_files,search_repo",
 		maxIter: "15", pulseEnabled: "false", interval: "6h", color: "0xE91E63", display: "Ada",
 		skills: []string{"api-design-review", "service-boundaries"},
 		pulse:  map[string]int{"weekly": 2},

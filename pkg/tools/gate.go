@@ -84,5 +84,5 @@ var AutonomousTools = map[string]bool{
 	"bump_workload_memory": true, "list_agent_prs": true, "get_pr": true, "review_pr": true,
 	"merge_if_trivial": true, "read_repo_file": true, "list_repo_files": true, "search_repo": true,
 	// reviews of the GitOps repository, read-only
-	"review_deploy_path": true,
+	"review_deploy_path": true, "review_api_design": true,
 }

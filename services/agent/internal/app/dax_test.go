@@ -15,7 +15,14 @@ import (
 // review's planted testdata (pkg/deployreview/testdata/repo).
 func plantedRepo(t *testing.T) string {
 	t.Helper()
-	root := filepath.Join("..", "..", "..", "..", "pkg", "deployreview", "testdata", "repo")
+	return localRepo(t, "repo")
+}
+
+// localRepo is a local GitOps repository holding one of pkg/deployreview's
+// testdata repositories.
+func localRepo(t *testing.T, dir string) string {
+	t.Helper()
+	root := filepath.Join("..", "..", "..", "..", "pkg", "deployreview", "testdata", dir)
 	files := map[string][]byte{}
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -92,5 +99,48 @@ func TestDaxReviewsTheDeployPath(t *testing.T) {
 	res := runTask(t, none.url, "Review our deploy path, please.")
 	if res.Status != api.StatusFailed || !strings.Contains(res.Error, "GITOPS_FORGE") {
 		t.Fatalf("without a repository: status %s error %q answer %q; want failed naming GITOPS_FORGE", res.Status, res.Error, res.Answer)
+	}
+}
+
+// TestAdaReviewsTheAPIDesign: Ada without a model answers /run with the
+// API design review — OpenAPI and Service findings with rule, file:line and
+// fix — and her weekly pulse task reports only what changed since the
+// last one: everything at first, then nothing.
+func TestAdaReviewsTheAPIDesign(t *testing.T) {
+	a := start(t, map[string]string{"AGENT_PERSONA": "ada", "GITOPS_FORGE": "local", "GITOPS_REPO": localRepo(t, "apirepo")})
+	all := runTask(t, a.url, "Is our orders API well designed?")
+	if all.Status != api.StatusCompleted || all.Verdict != "issues_found" || len(all.Findings) != 8 {
+		t.Fatalf("whole repository: status %s verdict %s, %d findings; answer:\n%s", all.Status, all.Verdict, len(all.Findings), all.Answer)
+	}
+	want := map[string]bool{"OA004 api/orders.openapi.yaml:35": false, "OA002 api/orders.openapi.yaml:7": false, "SV001 apps/orders/orders.yaml:19": false}
+	for _, f := range all.Findings {
+		if _, ok := want[f.Reason+" "+f.Name]; ok && f.Remediation != "" {
+			want[f.Reason+" "+f.Name] = true
+		}
+	}
+	for k, ok := range want {
+		if !ok {
+			t.Errorf("no finding %s", k)
+		}
+	}
+	pulse := func() map[string]any {
+		code, b := do(t, "POST", a.url+"/pulse?task=0", "")
+		if code != 200 {
+			t.Fatalf("POST /pulse?task=0 = %d %s", code, b)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	first, second := pulse(), pulse()
+	findings := func(m map[string]any) int {
+		res, _ := m["result"].(map[string]any)
+		fs, _ := res["findings"].([]any)
+		return len(fs)
+	}
+	if findings(first) != 8 || findings(second) != 0 || second["outcome"] != "unchanged" {
+		t.Fatalf("weekly review: first %d findings, second %d findings outcome %v\n%v", findings(first), findings(second), second["outcome"], second)
 	}
 }

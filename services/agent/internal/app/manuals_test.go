@@ -16,7 +16,7 @@ func TestManualsNameOnlyToolsTheAgentHas(t *testing.T) {
 		t.Run(info.Name, func(t *testing.T) {
 			a := start(t, map[string]string{"AGENT_PERSONA": info.Name})
 			universe := a.app.Registry.Names()
-			if len(universe) != 26 {
+			if len(universe) != 27 {
 				t.Fatalf("the registry knows only %d tools: %v", len(universe), universe)
 			}
 			_, body := do(t, "GET", a.url+"/info", "")

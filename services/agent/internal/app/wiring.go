@@ -78,6 +78,7 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		reg.Add(t)
 	}
 	reg.Add(deployreview.Tool(forge))
+	reg.Add(deployreview.APITool(forge))
 
 	targets, err := report.TargetsFromURLs(cfg.DiscordWebhookURL, cfg.SlackWebhookURL,
 		cfg.ReportWebhookURL, &http.Client{Timeout: 15 * time.Second})

@@ -88,7 +88,7 @@ func (t turn) transcript() string {
 var (
 	// a cluster_problems line: "- critical OOMKilled ns/Deployment/name container=app … remediable | detail"
 	problemRE = regexp.MustCompile(`(?m)^- (critical|high|medium|low) (\S+) ([a-z0-9-]+)/([A-Za-z]+)/([a-z0-9.-]+)((?: [a-z-]+=\S+)*)( remediable)?(?: \| (.*))?$`)
-	// a review_deploy_path line: "- high DF002 build/Dockerfile:3 [Dockerfile] … — fix: …"
+	// a review_deploy_path or review_api_design line: "- high DF002 build/Dockerfile:3 [Dockerfile] … — fix: …"
 	reviewRE = regexp.MustCompile(`(?m)^- (critical|high|medium|low) ([A-Z]{2}\d{3}) (\S+:\d+) \[([A-Za-z]+)(?: ([^\]]*))?\] (.*?) — fix: (.*)$`)
 	// the diagnosis's config-change evidence, as cluster_problems and the
 	// finding's detail word it (pkg/kube configEvidence)
@@ -117,7 +117,8 @@ func problems(out string) []api.Finding {
 	return fs
 }
 
-// reviewFindings parses review_deploy_path output into findings.
+// reviewFindings parses review_deploy_path and review_api_design output
+// into findings.
 func reviewFindings(out string) []api.Finding {
 	var fs []api.Finding
 	for _, m := range reviewRE.FindAllStringSubmatch(out, -1) {
@@ -316,12 +317,15 @@ func trivialMemoryDiff(out string) bool {
 // advise: Dax and Ada run their review first when they have one, read
 // what they can, then answer.
 func advise(t turn) llmtest.Reply {
-	if t.tools["review_deploy_path"] {
-		out, done := t.results["review_deploy_path"]
-		if !done {
-			return call("review_deploy_path", map[string]string{})
+	for _, review := range []struct{ tool, title string }{{"review_deploy_path", "Deploy-path review"}, {"review_api_design", "API design review"}} {
+		if !t.tools[review.tool] {
+			continue
 		}
-		return text("Deploy-path review (no change made): fix these in Git, most severe first.\n" + out)
+		out, done := t.results[review.tool]
+		if !done {
+			return call(review.tool, map[string]string{})
+		}
+		return text(review.title + " (no change made): fix these in Git, most severe first.\n" + out)
 	}
 	if t.tools["list_repo_files"] && t.called["list_repo_files"] == 0 {
 		return call("list_repo_files", map[string]string{})

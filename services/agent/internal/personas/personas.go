@@ -1,7 +1,8 @@
 // Package personas is where each persona's code lives, one package per
 // persona: noor (the sweep, her backstop and her delegation choice), sol
 // (his plan and the one action), vera (her PR pick and review pass), dax
-// (the deploy-path review). Ada advises through the model only.
+// (the deploy-path review), ada (the API design review); the last two
+// share personas/repoview.
 // pkg/kube and pkg/gitops keep the mechanisms; the choices are here.
 package personas
 
@@ -9,6 +10,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/deployreview"
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
+	"github.com/kubecrew/kubecrew/services/agent/internal/personas/ada"
 	"github.com/kubecrew/kubecrew/services/agent/internal/personas/dax"
 	"github.com/kubecrew/kubecrew/services/agent/internal/personas/noor"
 	"github.com/kubecrew/kubecrew/services/agent/internal/personas/sol"
@@ -35,12 +37,12 @@ type Persona interface {
 type Deps struct {
 	Cluster  noor.Cluster
 	Reviewer vera.Reviewer
-	// Repo is the GitOps repository Dax reviews (nil: none configured).
+	// Repo is the GitOps repository Dax and Ada review (nil: none configured).
 	Repo deployreview.Repo
 }
 
-// For returns the persona with slug. Ada and unknown slugs get one with
-// no code of its own.
+// For returns the persona with slug. Unknown slugs get one with no code
+// of its own.
 func For(slug string, d Deps) Persona {
 	switch slug {
 	case persona.SlugNoor:
@@ -51,6 +53,8 @@ func For(slug string, d Deps) Persona {
 		return vera.New(d.Reviewer)
 	case persona.SlugDax:
 		return dax.New(d.Repo)
+	case persona.SlugAda:
+		return ada.New(d.Repo)
 	}
 	return advisor(slug)
 }

@@ -43,12 +43,13 @@ func TestEveryPersonaHasAHome(t *testing.T) {
 }
 
 // Without what they need, the personas have no code to run: no cluster, no
-// sweep; no GitOps repository, no review pass. Dax is the exception: his
-// review without a repository is a run that fails saying what to set
-// (README.md, "Deploy-path review"), never a "completed" non-answer.
+// sweep; no GitOps repository, no review pass. Dax and Ada are the
+// exception: their review without a repository is a run that fails saying
+// what to set (README.md, "Deploy-path review", "API design review"),
+// never a "completed" non-answer.
 func TestUnconfiguredPersonasHaveNoPlaybook(t *testing.T) {
 	t.Parallel()
-	for _, slug := range []string{persona.SlugNoor, persona.SlugVera, persona.SlugAda} {
+	for _, slug := range []string{persona.SlugNoor, persona.SlugVera} {
 		if c := For(slug, Deps{}); c.Playbook() != nil || c.Backstop() != nil {
 			t.Errorf("%s has code without its dependencies", slug)
 		}
@@ -56,7 +57,9 @@ func TestUnconfiguredPersonasHaveNoPlaybook(t *testing.T) {
 	if For(persona.SlugSol, Deps{}).Playbook() == nil {
 		t.Error("Sol acts through his tools and needs no dependency of his own")
 	}
-	if For(persona.SlugDax, Deps{}).Playbook() == nil {
-		t.Error("Dax without a repository must fail his runs, not fall back to 'no playbook'")
+	for _, slug := range []string{persona.SlugDax, persona.SlugAda} {
+		if For(slug, Deps{}).Playbook() == nil {
+			t.Errorf("%s without a repository must fail the run, not fall back to 'no playbook'", slug)
+		}
 	}
 }

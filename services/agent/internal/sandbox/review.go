@@ -16,8 +16,9 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/persona"
 )
 
-// PlantedDir holds the GitOps repository's planted deploy-path mistakes
-// (Dockerfile, CI workflow, review config), copied next to the fixtures.
+// PlantedDir holds the GitOps repository's planted deploy-path and API
+// design mistakes (Dockerfile, CI workflow, OpenAPI document, Service,
+// review config), copied next to the fixtures.
 const PlantedDir = "hack/fixtures/gitops"
 
 // plantedFiles reads PlantedDir under root as repository path → content.
@@ -55,23 +56,29 @@ func initRepo(o Options, manifestPath string) (string, error) {
 	return repo, nil
 }
 
-// showReview asks Dax for the deploy-path review (POST /run, no model
-// needed) and prints its first findings: what `make run` shows of him.
+// showReview asks Dax for the deploy-path review and Ada for the API
+// design review (POST /run, no model needed) and prints their first
+// findings: what `make run` shows of them.
 func showReview(ctx context.Context, out io.Writer, f *Fleet) {
+	showOne(ctx, out, f, persona.NameDax, "Dax", "deploy-path review", "Review the deploy path of the GitOps repository")
+	showOne(ctx, out, f, persona.NameAda, "Ada", "API design review", "Review the API design in the GitOps repository")
+}
+
+func showOne(ctx context.Context, out io.Writer, f *Fleet, who, display, what, task string) {
 	p := func(format string, args ...any) { fmt.Fprintf(out, "[kubecrew] "+format+"\n", args...) }
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var res api.RunResult
-	code, err := PostJSON(ctx, f.URL(persona.NameDax)+"/run", api.RunRequest{Task: "Review the deploy path of the GitOps repository"}, &res)
+	code, err := PostJSON(ctx, f.URL(who)+"/run", api.RunRequest{Task: task}, &res)
 	if err != nil || code != 200 {
-		p("Dax's deploy-path review did not answer (%d, %v)", code, err)
+		p("%s's %s did not answer (%d, %v)", display, what, code, err)
 		return
 	}
-	p("Dax's deploy-path review of the GitOps repository: %s, verdict %s, %d findings", res.Status, res.Verdict, len(res.Findings))
+	p("%s's %s of the GitOps repository: %s, verdict %s, %d findings", display, what, res.Status, res.Verdict, len(res.Findings))
 	for i, fd := range res.Findings {
 		if i == 6 {
 			fmt.Fprintf(out, "    … %d more (curl -s %s/runs/%s | jq '.findings[] | \"\\(.severity) \\(.reason) \\(.name)\"')\n",
-				len(res.Findings)-6, f.URL(persona.NameDax), res.RunID)
+				len(res.Findings)-6, f.URL(who), res.RunID)
 			break
 		}
 		fmt.Fprintf(out, "    %s %s %s — %s\n", fd.Severity, fd.Reason, fd.Name, strings.TrimSpace(fd.Remediation))
