@@ -46,3 +46,14 @@ func (e *Engine) observe(ctx context.Context, r *Run, at time.Time) *api.Lifecyc
 	}
 	return out
 }
+
+// lifecycle is the run's Lifecycle: what its sweep changed in the store,
+// else the comparison its code made itself (SetChanges), else nil.
+func (e *Engine) lifecycle(ctx context.Context, r *Run, at time.Time) *api.Lifecycle {
+	if l := e.observe(ctx, r, at); l != nil {
+		return l
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changes
+}
