@@ -20,8 +20,15 @@ const (
 	Component   = "app.kubernetes.io/component"
 )
 
-// SecretName is the one Secret the fleet reads, by reference only.
+// SecretName is the Secret the fleet shares, read by reference only.
 const SecretName = "kubecrew-secrets"
+
+// ForgeKeys are the forge credentials each agent reads from its own Secret
+// (ForgeSecretName), never from the shared one.
+var ForgeKeys = []string{"GITHUB_TOKEN"}
+
+// ForgeSecretName is the Secret holding agent slug's forge credentials.
+func ForgeSecretName(slug string) string { return "kubecrew-forge-" + slug }
 
 // Agent is one persona's workload.
 type Agent struct {
@@ -346,7 +353,7 @@ func checkOverlay(r *Render, want Expectations, p *problems) {
 		script := ""
 		for _, c := range ctr {
 			script += strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
-			checkSecretEnv(cj.Ref(), c, "AUTH_TOKEN", false, p)
+			checkSecretEnv(cj.Ref(), c, "AUTH_TOKEN", SecretName, false, p)
 		}
 		if !strings.Contains(script, "agent-platform-sre") || !strings.Contains(script, "/pulse") || !strings.Contains(script, "POST") {
 			p.addf("%s: does not POST /pulse on agent-platform-sre", cj.Ref())

@@ -46,7 +46,7 @@ func checkCore(r *Render, want Expectations, c Contract, p *problems) {
 	env := effectiveEnv(r, ctr)
 	checkEnvNames(d.Ref(), env, c.CoreEnv, p)
 	for _, k := range []string{"AUTH_TOKEN", "DATABASE_URL"} {
-		checkSecretEnv(d.Ref(), ctr, k, k == "DATABASE_URL" && want.DatabaseRequired, p)
+		checkSecretEnv(d.Ref(), ctr, k, SecretName, k == "DATABASE_URL" && want.DatabaseRequired, p)
 	}
 	checkNamespaceEnv(d.Ref(), ctr, p)
 	// ROUTES_FILE must point at a file a ConfigMap volume provides.
@@ -129,8 +129,13 @@ func checkAgents(r *Render, want Expectations, c Contract, p *problems) {
 			}
 			p.addf("%s: %s is set by the %s and silently overrides agents/%s/agent.env", d.Ref(), k, v.from, a.Persona)
 		}
-		for _, k := range []string{"LLM_API_KEY", "AUTH_TOKEN", "GITHUB_TOKEN", "DISCORD_WEBHOOK_URL", "DATABASE_URL"} {
-			checkSecretEnv(d.Ref(), ctr, k, k == "DATABASE_URL" && want.DatabaseRequired, p)
+		for _, k := range []string{"LLM_API_KEY", "AUTH_TOKEN", "DISCORD_WEBHOOK_URL", "DATABASE_URL"} {
+			checkSecretEnv(d.Ref(), ctr, k, SecretName, k == "DATABASE_URL" && want.DatabaseRequired, p)
+		}
+		// Forge credentials are each agent's own: one shared account would
+		// make Vera's approval of Sol's PR a self-approval GitHub refuses.
+		for _, k := range ForgeKeys {
+			checkSecretEnv(d.Ref(), ctr, k, ForgeSecretName(a.Slug), false, p)
 		}
 		checkNamespaceEnv(d.Ref(), ctr, p)
 		checkService(r, name, d, 8000, p)
@@ -197,14 +202,17 @@ func checkEnvNames(ref string, env map[string]envValue, known map[string]bool, p
 	}
 }
 
-func checkSecretEnv(ref string, ctr Container, name string, required bool, p *problems) {
+func checkSecretEnv(ref string, ctr Container, name, secret string, required bool, p *problems) {
 	for _, e := range ctr.Env {
 		if e.Name != name {
 			continue
 		}
 		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
-			p.addf("%s: %s must come from Secret %s (secretKeyRef), not a literal", ref, name, SecretName)
+			p.addf("%s: %s must come from Secret %s (secretKeyRef), not a literal", ref, name, secret)
 			return
+		}
+		if got := e.ValueFrom.SecretKeyRef.Name; got != secret {
+			p.addf("%s: %s comes from Secret %s, want %s", ref, name, got, secret)
 		}
 		opt := e.ValueFrom.SecretKeyRef.Optional
 		switch {
@@ -215,7 +223,7 @@ func checkSecretEnv(ref string, ctr Container, name string, required bool, p *pr
 		}
 		return
 	}
-	p.addf("%s: no %s from Secret %s", ref, name, SecretName)
+	p.addf("%s: no %s from Secret %s", ref, name, secret)
 }
 
 func checkNamespaceEnv(ref string, ctr Container, p *problems) {

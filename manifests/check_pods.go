@@ -4,6 +4,7 @@ package manifests
 // and Secret references.
 import (
 	"slices"
+	"strings"
 )
 
 // checkPods: probes, resources, security context, Secret references.
@@ -124,7 +125,13 @@ func checkSecretRefs(ref string, ctr Container, p *problems) {
 			continue
 		}
 		k := e.ValueFrom.SecretKeyRef
-		if k.Name != SecretName {
+		switch {
+		case slices.Contains(ForgeKeys, e.Name):
+			// an agent's own forge Secret; checkFleet checks whose
+			if !strings.HasPrefix(k.Name, ForgeSecretName("")) {
+				p.addf("%s: env %s references Secret %s, not an agent's %s<slug>", ref, e.Name, k.Name, ForgeSecretName(""))
+			}
+		case k.Name != SecretName:
 			p.addf("%s: env %s references Secret %s, not %s", ref, e.Name, k.Name, SecretName)
 		}
 		if k.Key != e.Name {

@@ -358,6 +358,12 @@ func TestChecksCatch(t *testing.T) {
 		{"prod database optional", "overlays/prod", func(r *Render) {
 			envByName(coreCtr(r), "DATABASE_URL").ValueFrom.SecretKeyRef.Optional = boolp(true)
 		}, "DATABASE_URL must be required here"},
+		{"Vera uses Sol's forge identity", "", func(r *Render) {
+			envByName(agentCtr(r, "code-reviewer"), "GITHUB_TOKEN").ValueFrom.SecretKeyRef.Name = ForgeSecretName("k8s-engineer")
+		}, "GITHUB_TOKEN comes from Secret kubecrew-forge-k8s-engineer, want kubecrew-forge-code-reviewer"},
+		{"forge token from the shared Secret", "", func(r *Render) {
+			envByName(agentCtr(r, "k8s-engineer"), "GITHUB_TOKEN").ValueFrom.SecretKeyRef.Name = SecretName
+		}, "GITHUB_TOKEN comes from Secret kubecrew-secrets, want kubecrew-forge-k8s-engineer"},
 		{"secret as literal", "", func(r *Render) {
 			e := envByName(coreCtr(r), "AUTH_TOKEN")
 			e.ValueFrom, e.Value = nil, "hunter2"

@@ -15,7 +15,10 @@
 // no working tree is touched; PRs and reviews are records under
 // <git-dir>/kubecrew/) and GitHub (go-github; the agent identity travels as
 // "proposed-by:" and "reviewed-by:" trailers because agents may share a
-// token). ForgeFromEnv reads GITOPS_FORGE, GITOPS_REPO, GITOPS_BRANCH,
+// token; the account the credentials act as is AccountForge: one account for
+// the PR's opener and its reviewer is a self-approval GitHub refuses, so the
+// review becomes a comment saying so and merge_if_trivial leaves the PR for
+// a person; branch protection is read and never bypassed). ForgeFromEnv reads GITOPS_FORGE, GITOPS_REPO, GITOPS_BRANCH,
 // GITHUB_TOKEN and GITHUB_API_URL.
 //
 // The checks. TrivialMergeCheck is the one diff shape that may merge without

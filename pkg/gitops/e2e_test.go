@@ -302,13 +302,16 @@ func TestEndToEndGitHub(t *testing.T) {
 	)
 	clk.Advance(time.Minute)
 	mustContain(t, vera.call(ToolReviewPR, map[string]any{"number": 1, "verdict": "approve", "body": "All five checks pass."}), "Review submitted")
-	assertCalls(t, fake, "GET "+R+"pulls/1", "GET "+R+"pulls/1", "POST "+R+"pulls/1/reviews")
+	// An approval asks once which account Vera acts as (GET /user): not
+	// the PR's opener, so GitHub takes it.
+	assertCalls(t, fake, "GET "+R+"pulls/1", "GET "+R+"pulls/1", "GET /user", "POST "+R+"pulls/1/reviews")
 	mustContain(t, vera.call(ToolMergeIfTrivial, map[string]any{"number": 1}), "MERGED PR #1")
 	assertCalls(t, fake,
 		"GET "+R+"pulls/1",
 		"GET "+R+"pulls/1",
 		"GET "+R+"pulls/1/reviews?per_page=100",
 		"GET "+R+"contents/fixtures/kubecrew/oomkill.yaml?ref=main",
+		"GET "+R+"pulls/1", // mergeable_state: protection is honoured before the merge
 		"PUT "+R+"pulls/1/merge",
 	)
 	if got, _ := fake.file("main", "fixtures/kubecrew/oomkill.yaml"); !strings.Contains(got, "memory: 48Mi") {

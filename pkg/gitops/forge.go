@@ -41,6 +41,10 @@ type PR struct {
 	// HeadSHA is the branch head the forge reported with the PR. A review
 	// records the head it saw, and a merge can be pinned to it.
 	HeadSHA string `json:"head_sha,omitempty"`
+	// Opener is the forge account that opened the PR (GitHub's user.login),
+	// "" where the forge has no accounts (the local forge). Author is the
+	// agent the PR names; Opener is whose credentials opened it.
+	Opener string `json:"opener,omitempty"`
 }
 
 // Review is one review of a PR.
@@ -85,6 +89,28 @@ type Forge interface {
 type HeadPinnedMerger interface {
 	MergePinned(ctx context.Context, number int, method, headSHA string) error
 }
+
+// AccountForge is a Forge whose credentials act as one account on the
+// forge (GitHub: a user, or an App's bot). Two agents with one account are
+// one identity to the forge, whatever the trailers say: GitHub refuses an
+// approval from a PR's opener, and merge_if_trivial refuses to merge then
+// (README.md, "Give Vera her own forge identity"). The local forge has no
+// accounts and does not implement it.
+type AccountForge interface {
+	// Account is the login these credentials act as, asked of the forge
+	// once and remembered.
+	Account(ctx context.Context) (string, error)
+}
+
+// ErrSelfApproval is wrapped when the forge refuses an approval because the
+// reviewer's account opened the PR (GitHub's 422 "Can not approve your own
+// pull request").
+var ErrSelfApproval = errors.New("the forge refuses an approval from the account that opened the pull request")
+
+// ErrProtected is wrapped when the base branch's protection rules (required
+// reviews, required status checks, …) block a merge. The rules are never
+// bypassed: the PR waits until they are met.
+var ErrProtected = errors.New("branch protection blocks the merge")
 
 // ErrHeadMoved is wrapped when a pinned merge or a review finds the branch
 // at another commit than expected.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/go-github/v93/github"
 )
@@ -15,20 +16,28 @@ import (
 // GitHub is a Forge over a GitHub (or GitHub Enterprise) repository through
 // the REST API (go-github).
 //
-// Agents usually share one token, so the forge user cannot tell them apart.
-// The agent identity therefore travels in trailers the forge writes and
-// reads: "proposed-by: <agent>" in a PR body and "reviewed-by: <agent>" as
-// the last line of a review body. Without a trailer the GitHub login is the
-// identity. (GitHub itself refuses to let a token approve a PR it opened:
-// give Vera a different token from Sol's in production.)
+// Agents may share one token, so the forge user cannot always tell them
+// apart. The agent identity therefore travels in trailers the forge writes
+// and reads: "proposed-by: <agent>" in a PR body and "reviewed-by: <agent>"
+// as the last line of a review body. Without a trailer the GitHub login is
+// the identity. The account the credentials act as is another matter:
+// GitHub refuses an approval from the PR's opener, so with one shared token
+// Vera cannot approve Sol's PRs and merge_if_trivial leaves them for a
+// person (Account, README.md "Give Vera her own forge identity").
 type GitHub struct {
 	c                 *github.Client
 	owner, repo, base string
+	// whoami asks the forge which account the credentials act as (GET
+	// /user for a token); account remembers the first answer.
+	whoami  func(ctx context.Context) (string, error)
+	mu      sync.Mutex
+	account string
 }
 
 var (
 	_ Forge            = (*GitHub)(nil)
 	_ HeadPinnedMerger = (*GitHub)(nil)
+	_ AccountForge     = (*GitHub)(nil)
 )
 
 // NewGitHub returns a forge for owner/repo with base as the PR base branch.
@@ -56,7 +65,9 @@ func NewGitHub(owner, repo, base, token, apiURL string, httpClient *http.Client)
 	if err != nil {
 		return nil, fmt.Errorf("github forge: %w", err)
 	}
-	return &GitHub{c: c, owner: owner, repo: repo, base: base}, nil
+	g := &GitHub{c: c, owner: owner, repo: repo, base: base}
+	g.whoami = g.userLogin
+	return g, nil
 }
 
 // ghErr turns a go-github error into ours: 404 → ErrNotFound.
@@ -330,6 +341,9 @@ func (g *GitHub) SubmitReview(ctx context.Context, number int, r Review) error {
 		req.CommitID = &r.Commit
 	}
 	_, resp, err := g.c.PullRequests.CreateReview(ctx, g.owner, g.repo, number, req)
+	if status(resp) == http.StatusUnprocessableEntity && selfApproval(err) {
+		return fmt.Errorf("%w: reviewing #%d: %w", ErrSelfApproval, number, err)
+	}
 	return ghErr(fmt.Sprintf("reviewing #%d", number), resp, err)
 }
 
@@ -346,10 +360,18 @@ func (g *GitHub) MergePinned(ctx context.Context, number int, method, headSHA st
 	if method != "merge" && method != "squash" && method != "rebase" {
 		return fmt.Errorf("unknown merge method %q (want merge, squash or rebase)", method)
 	}
+	if err := g.mergeable(ctx, number); err != nil {
+		return err
+	}
 	res, resp, err := g.c.PullRequests.Merge(ctx, g.owner, g.repo, number, "", &github.PullRequestOptions{MergeMethod: method, SHA: headSHA})
 	if err != nil {
-		if status(resp) == http.StatusConflict && headSHA != "" {
+		switch {
+		case status(resp) == http.StatusConflict && headSHA != "":
 			return fmt.Errorf("%w: #%d: %w", ErrHeadMoved, number, err)
+		case status(resp) == http.StatusMethodNotAllowed:
+			// 405: protection (a required check or review missing) or a PR
+			// GitHub cannot merge; its message says which.
+			return g.protectionError(ctx, number, apiMessage(err))
 		}
 		return ghErr(fmt.Sprintf("merging #%d", number), resp, err)
 	}
@@ -372,6 +394,7 @@ func (g *GitHub) toPR(p *github.PullRequest) PR {
 		Number: p.GetNumber(), Title: p.GetTitle(), Body: p.GetBody(),
 		Branch: p.GetHead().GetRef(), Base: p.GetBase().GetRef(), Author: author,
 		State: state, CreatedAt: p.GetCreatedAt().Time, URL: p.GetHTMLURL(), HeadSHA: p.GetHead().GetSHA(),
+		Opener: p.GetUser().GetLogin(),
 	}
 }
 

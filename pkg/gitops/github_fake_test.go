@@ -34,6 +34,16 @@ type fakeGitHub struct {
 	branches map[string]string            // name → commit sha
 	prs      []*fakePR
 	seq      int
+	// branch protection of the base branch (nil: none), the logins that
+	// may read it (admins), the commit statuses (sha → context → state),
+	// and whether GitHub is still computing mergeable_state.
+	protection   *fakeProtection
+	admins       map[string]bool
+	statuses     map[string]map[string]string
+	stateUnknown bool
+	// userForbidden answers GET /user 403, as GitHub does for an App
+	// installation token.
+	userForbidden bool
 }
 
 type fakePR struct {
@@ -60,6 +70,8 @@ func newFakeGitHub(t *testing.T, files map[string]string, now func() time.Time) 
 		users:    map[string]string{"sol-token": "kubecrew-sol", "vera-token": "kubecrew-vera"},
 		commits:  map[string]map[string]string{},
 		branches: map[string]string{},
+		admins:   map[string]bool{},
+		statuses: map[string]map[string]string{},
 	}
 	f.branches["main"] = f.commit(files)
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
@@ -123,6 +135,10 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 	user, ok := f.users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
 	if !ok {
 		ghError(w, http.StatusUnauthorized, "Bad credentials")
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/user" {
+		f.serveUser(w, user)
 		return
 	}
 	prefix := "/repos/" + f.owner + "/" + f.repo + "/"
@@ -269,6 +285,8 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusCreated, f.prJSON(p))
 	case strings.HasPrefix(rest, "pulls/"):
 		f.servePull(w, r, user, strings.TrimPrefix(rest, "pulls/"), str)
+	case r.Method == http.MethodGet && rest == "branches/main/protection":
+		f.serveProtection(w, user)
 	default:
 		ghError(w, http.StatusNotFound, "Not Found")
 	}
@@ -359,7 +377,9 @@ func (f *fakeGitHub) servePull(w http.ResponseWriter, r *http.Request, user, res
 			_, _ = w.Write([]byte(f.diff(p)))
 			return
 		}
-		writeJSON(w, http.StatusOK, f.prJSON(p))
+		m := f.prJSON(p)
+		m["mergeable_state"] = f.mergeableState(p)
+		writeJSON(w, http.StatusOK, m)
 	case r.Method == http.MethodGet && sub == "reviews":
 		out := []map[string]any{}
 		for _, rv := range p.Reviews {
@@ -373,7 +393,10 @@ func (f *fakeGitHub) servePull(w http.ResponseWriter, r *http.Request, user, res
 			return
 		}
 		if user == p.User && state != "COMMENTED" {
-			ghError(w, http.StatusUnprocessableEntity, "Unprocessable Entity: Can not approve your own pull request")
+			// the documented shape: errors[] holds plain strings here
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": "Unprocessable Entity",
+				"errors": []string{"Can not approve your own pull request"}, "status": "422",
+				"documentation_url": "https://docs.github.com/rest/pulls/reviews#create-a-review-for-a-pull-request"})
 			return
 		}
 		commit := str("commit_id")
@@ -391,6 +414,11 @@ func (f *fakeGitHub) servePull(w http.ResponseWriter, r *http.Request, user, res
 		}
 		if s := str("sha"); s != "" && s != head {
 			ghError(w, http.StatusConflict, "Head branch was modified. Review and try the merge again.")
+			return
+		}
+		if msg := f.protectionUnmet(p); msg != "" {
+			writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"message": msg, "status": "405",
+				"documentation_url": "https://docs.github.com/articles/about-protected-branches"})
 			return
 		}
 		files := map[string]string{}

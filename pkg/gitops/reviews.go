@@ -11,6 +11,10 @@ type ReviewOutcome struct {
 	Verdict string
 	Body    string
 	Merge   *MergeResult // set when the verdict was approve
+	// Submitted is the verdict that went to the forge and Note why it
+	// differs from Verdict (ReviewResult): an approval from the account
+	// that opened the PR goes in as a comment.
+	Submitted, Note string
 }
 
 // Identity is the canonical slug of the agent this service acts for, or

@@ -108,53 +108,111 @@ func (s *Service) ListAgentPRs(ctx context.Context, state string) ([]PR, error) 
 	return out, nil
 }
 
+// ReviewResult is what Review submitted.
+type ReviewResult struct {
+	PR PR
+	// Verdict is the verdict submitted: an approval the forge would refuse
+	// (one account for the reviewer and the PR's opener) goes in as a
+	// comment that says so.
+	Verdict string
+	// Note says why Verdict differs from the one asked for ("" when not).
+	Note string
+}
+
 // Review submits a review as this agent. It refuses: no identity; a PR not
 // on an agent/fix/ branch or not open; the agent's own PR (or a PR whose
 // author is unknown); a request_changes or comment without a substantive
 // body; and an approval of a diff longer than DiffMaxChars, which no one
-// could have seen whole.
-func (s *Service) Review(ctx context.Context, number int, verdict, body string) (PR, error) {
+// could have seen whole. An approval from the account that opened the PR
+// (one identity shared by the agents) becomes a comment saying that a
+// person must approve and merge it: never an approval in another form.
+func (s *Service) Review(ctx context.Context, number int, verdict, body string) (*ReviewResult, error) {
 	me, err := s.identity()
 	if err != nil {
-		return PR{}, err
+		return nil, err
 	}
 	if err := tools.Check(ctx, ActionPRReview); err != nil {
-		return PR{}, err
+		return nil, err
 	}
 	if err := validVerdict(verdict); err != nil {
-		return PR{}, err
+		return nil, err
 	}
 	pr, err := s.agentPR(ctx, number)
 	if err != nil {
-		return PR{}, err
+		return nil, err
 	}
 	if pr.State != StateOpen {
-		return PR{}, fmt.Errorf("PR #%d is %s; only open PRs are reviewed", number, pr.State)
+		return nil, fmt.Errorf("PR #%d is %s; only open PRs are reviewed", number, pr.State)
 	}
 	if err := notAuthor(pr, me, "review"); err != nil {
-		return PR{}, err
+		return nil, err
 	}
 	if verdict != VerdictApprove {
 		if err := substantive(body); err != nil {
-			return PR{}, fmt.Errorf("a %s review needs a reason: %w", verdict, err)
+			return nil, fmt.Errorf("a %s review needs a reason: %w", verdict, err)
 		}
 	} else {
 		d, err := s.f.Diff(ctx, number)
 		if err != nil {
-			return PR{}, fmt.Errorf("reading the diff before approving: %w", err)
+			return nil, fmt.Errorf("reading the diff before approving: %w", err)
 		}
 		if len(d) > s.opts.DiffMaxChars {
-			return PR{}, fmt.Errorf("approval refused: the diff of #%d is %d characters, over the %d that can be shown whole — nobody has seen all of it; request changes or leave it for a person", number, len(d), s.opts.DiffMaxChars)
+			return nil, fmt.Errorf("approval refused: the diff of #%d is %d characters, over the %d that can be shown whole — nobody has seen all of it; request changes or leave it for a person", number, len(d), s.opts.DiffMaxChars)
 		}
 		if strings.TrimSpace(body) == "" {
 			body = "Approved."
 		}
 	}
-	if err := s.f.SubmitReview(ctx, number, Review{Reviewer: me, Verdict: verdict, Body: body, At: s.opts.Now(), Commit: pr.HeadSHA}); err != nil {
-		return PR{}, err
+	res := &ReviewResult{PR: pr, Verdict: verdict}
+	if verdict == VerdictApprove {
+		if acct, shared, _ := s.sharedAccount(ctx, pr); shared {
+			res.Verdict, res.Note = VerdictComment, sharedIdentityNote(me, acct)
+		}
 	}
-	s.opts.Logger.Info("gitops: review submitted", zap.Int("pr", number), zap.String("verdict", verdict))
-	return pr, nil
+	submit := func() error {
+		b := body
+		if res.Note != "" {
+			b = res.Note + "\n\n" + body
+		}
+		return s.f.SubmitReview(ctx, number, Review{Reviewer: me, Verdict: res.Verdict, Body: b, At: s.opts.Now(), Commit: pr.HeadSHA})
+	}
+	err = submit()
+	if errors.Is(err, ErrSelfApproval) && res.Verdict == VerdictApprove {
+		// The forge knows the reviewer opened the PR even though the
+		// account could not be asked: say so in a comment instead.
+		res.Verdict, res.Note = VerdictComment, sharedIdentityNote(me, pr.Opener)
+		err = submit()
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.opts.Logger.Info("gitops: review submitted", zap.Int("pr", number), zap.String("verdict", res.Verdict), zap.Bool("shared_identity", res.Note != ""))
+	return res, nil
+}
+
+// sharedAccount reports whether this agent's forge account opened pr: one
+// identity for the author and the reviewer, whatever the trailers say.
+// A forge without accounts (local) has none to share.
+func (s *Service) sharedAccount(ctx context.Context, pr PR) (account string, shared bool, err error) {
+	af, ok := s.f.(AccountForge)
+	if !ok {
+		return "", false, nil
+	}
+	acct, err := af.Account(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("asking the forge which account this agent acts as: %w", err)
+	}
+	return acct, pr.Opener != "" && strings.EqualFold(acct, pr.Opener), nil
+}
+
+// SharedIdentityDoc is where the README tells how to give each agent its
+// own forge identity.
+const SharedIdentityDoc = `README.md, "Give Vera her own forge identity"`
+
+func sharedIdentityNote(me, account string) string {
+	return fmt.Sprintf("Not approved: I (%s) act as the forge account %s, the same account that opened this pull request, "+
+		"and GitHub does not accept an approval from a pull request's author. This pull request waits for a person to approve and merge it. "+
+		"To let the reviewer approve and merge, give it its own forge identity (%s).", me, account, SharedIdentityDoc)
 }
 
 func notAuthor(pr PR, me, what string) error {
@@ -217,6 +275,16 @@ func (s *Service) MergeIfTrivial(ctx context.Context, number int) (*MergeResult,
 	if err := notAuthor(pr, me, "merge"); err != nil {
 		return nil, err
 	}
+	if acct, shared, err := s.sharedAccount(ctx, pr); err != nil || shared {
+		s.opts.Metrics.mergeCheck("refused")
+		reason := fmt.Sprintf("one shared identity: this agent (%s) acts as the forge account %s, which also opened the PR, "+
+			"so the forge takes no approval from it and merge_if_trivial does not merge; a person must approve and merge it (%s)", me, acct, SharedIdentityDoc)
+		if err != nil {
+			reason = fmt.Sprintf("it cannot be shown that this agent's forge account did not open the PR (%v); a person must approve and merge it", err)
+		}
+		s.opts.Logger.Info("gitops: merge_if_trivial refused", zap.Int("pr", number), zap.String("reason", reason))
+		return &MergeResult{PR: pr, Reason: reason}, nil
+	}
 	pin, ok := s.f.(HeadPinnedMerger)
 	if !ok || pr.HeadSHA == "" {
 		s.opts.Metrics.mergeCheck("refused")
@@ -267,7 +335,7 @@ func (s *Service) MergeIfTrivial(ctx context.Context, number int) (*MergeResult,
 		}
 	}
 	if err := pin.MergePinned(ctx, number, s.opts.MergeMethod, pr.HeadSHA); err != nil {
-		if errors.Is(err, ErrHeadMoved) {
+		if errors.Is(err, ErrHeadMoved) || errors.Is(err, ErrProtected) || errors.Is(err, ErrNotMergeable) {
 			return refuse(err)
 		}
 		s.opts.Metrics.mergeCheck("error")

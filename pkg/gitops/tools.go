@@ -180,11 +180,14 @@ func (s *Service) reviewTool() tools.Tool {
 		"Submit a review of an agent pull request: approve, request_changes or comment. You cannot review your own PR; "+
 			"request_changes and comment need a real explanation; a diff too long to have been seen whole cannot be approved.",
 		true, func(ctx context.Context, a reviewArgs) (string, error) {
-			pr, err := s.Review(ctx, a.Number, a.Verdict, a.Body)
+			r, err := s.Review(ctx, a.Number, a.Verdict, a.Body)
 			if err != nil {
 				return "", err
 			}
-			return fmt.Sprintf("Review submitted on PR #%d (%s): %s.", pr.Number, pr.Title, a.Verdict), nil
+			if r.Note != "" {
+				return fmt.Sprintf("Review submitted on PR #%d (%s) as a %s, NOT as %s: %s", r.PR.Number, r.PR.Title, r.Verdict, a.Verdict, r.Note), nil
+			}
+			return fmt.Sprintf("Review submitted on PR #%d (%s): %s.", r.PR.Number, r.PR.Title, r.Verdict), nil
 		})
 }
 

@@ -27,7 +27,7 @@ type Reviewer interface {
 	ListAgentPRs(ctx context.Context, state string) ([]gitops.PR, error)
 	Reviews(ctx context.Context, number int) ([]gitops.Review, error)
 	GetPR(ctx context.Context, number int) (*gitops.PRView, error)
-	Review(ctx context.Context, number int, verdict, body string) (gitops.PR, error)
+	Review(ctx context.Context, number int, verdict, body string) (*gitops.ReviewResult, error)
 	MergeIfTrivial(ctx context.Context, number int) (*gitops.MergeResult, error)
 }
 
@@ -101,10 +101,11 @@ func ReviewOldest(ctx context.Context, rv Reviewer) (*gitops.ReviewOutcome, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, err := rv.Review(ctx, p.Number, v.SuggestedVerdict, v.SuggestedBody); err != nil {
+	sub, err := rv.Review(ctx, p.Number, v.SuggestedVerdict, v.SuggestedBody)
+	if err != nil {
 		return nil, err
 	}
-	out := &gitops.ReviewOutcome{PR: v.PR, Verdict: v.SuggestedVerdict, Body: v.SuggestedBody}
+	out := &gitops.ReviewOutcome{PR: v.PR, Verdict: v.SuggestedVerdict, Body: v.SuggestedBody, Submitted: sub.Verdict, Note: sub.Note}
 	if v.SuggestedVerdict == gitops.VerdictApprove {
 		m, err := rv.MergeIfTrivial(ctx, p.Number)
 		if err != nil {
@@ -201,8 +202,15 @@ func reviewOne(ctx context.Context, r *engine.Run, rv Reviewer, n, call int) (*g
 	}
 	out := &gitops.ReviewOutcome{PR: view.PR, Verdict: view.SuggestedVerdict, Body: view.SuggestedBody}
 	if _, err := playbook.Traced(ctx, r, id(), "review_pr", map[string]any{"number": n, "verdict": out.Verdict}, func() (string, error) {
-		_, err := rv.Review(ctx, n, out.Verdict, out.Body)
-		return "submitted " + out.Verdict, err
+		sub, err := rv.Review(ctx, n, out.Verdict, out.Body)
+		if err != nil {
+			return "", err
+		}
+		out.Submitted, out.Note = sub.Verdict, sub.Note
+		if sub.Note != "" {
+			return fmt.Sprintf("submitted as a %s, not %s: %s", sub.Verdict, out.Verdict, sub.Note), nil
+		}
+		return "submitted " + sub.Verdict, nil
 	}); err != nil {
 		return nil, err
 	}
@@ -227,6 +235,9 @@ func reviewOne(ctx context.Context, r *engine.Run, rv Reviewer, n, call int) (*g
 func describeReview(o *gitops.ReviewOutcome) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Reviewed #%d (%s, by %s): %s.", o.PR.Number, o.PR.Branch, o.PR.Author, o.Verdict)
+	if o.Note != "" {
+		fmt.Fprintf(&b, " Submitted as a %s: %s", o.Submitted, o.Note)
+	}
 	if o.Merge != nil {
 		if o.Merge.Merged {
 			fmt.Fprintf(&b, " merge_if_trivial merged it (memory %s → %s).", o.Merge.Old, o.Merge.New)
