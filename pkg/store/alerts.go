@@ -84,6 +84,7 @@ type Alerts interface {
 // CoreStore is everything the core process needs.
 type CoreStore interface {
 	Alerts
+	DecisionCounter
 	// Pruner applies RETENTION to the core's records (CoreData).
 	Pruner
 	Actions

@@ -56,6 +56,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		{"delivery stamps", contractDeliveries},
 		{"apply alert", contractApplyAlert},
 		{"alert lists", contractAlertLists},
+		{"decision counts", contractDecisionCounts},
 		{"apply alert concurrently", contractApplyAlertConcurrent},
 		{"incident keys: joined and dropped", contractIncidentKeys},
 		{"dirty text", contractDirtyText},
