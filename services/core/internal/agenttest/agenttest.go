@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,6 +134,7 @@ func New(t interface {
 		}
 		api.WriteJSON(w, 200, v)
 	})
+	mux.HandleFunc("GET /runs", a.listRuns)
 	a.Server = httptest.NewServer(mux)
 	t.Cleanup(a.Server.Close)
 	return a
@@ -283,4 +286,42 @@ func (a *Agent) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.WriteJSON(w, 200, res)
+}
+
+// listRuns is GET /runs: the runs SetRun stored, newest first, filtered by
+// ?workflow_type= and ?status=, at most ?limit= (no cursor: one page).
+func (a *Agent) listRuns(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			api.WriteJSON(w, 400, api.ErrorBody{Error: "limit must be a whole number from 1 to 500"})
+			return
+		}
+		limit = n
+	}
+	items := []api.RunResult{}
+	for _, v := range a.views {
+		raw, _ := json.Marshal(v)
+		var rr api.RunResult
+		if json.Unmarshal(raw, &rr) != nil {
+			continue
+		}
+		if (q.Get("workflow_type") == "" || rr.WorkflowType == q.Get("workflow_type")) && (q.Get("status") == "" || rr.Status == q.Get("status")) {
+			items = append(items, rr)
+		}
+	}
+	slices.SortFunc(items, func(x, y api.RunResult) int {
+		if c := y.StartedAt.Compare(x.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(y.RunID, x.RunID)
+	})
+	if len(items) > limit {
+		items = items[:limit]
+	}
+	api.WriteJSON(w, 200, map[string]any{"items": items, "next_cursor": ""})
 }

@@ -29,6 +29,7 @@ type Store interface {
 	ListDecisions(ctx context.Context, p store.Page) ([]store.AlertDecision, string, error)
 	ListInvestigations(ctx context.Context, p store.Page) ([]store.Investigation, string, error)
 	GetInvestigation(ctx context.Context, id string) (store.Investigation, error)
+	CountDecisions(ctx context.Context, since time.Time) (map[string]int, error)
 }
 
 // Agents calls the agents (*dispatch.Client).
@@ -86,6 +87,9 @@ func Routes(r chi.Router, d Deps) {
 	r.With(none).Get("/api/v1/agents", s.agents)
 	r.With(kapi.AllowQuery("async")).Post("/api/v1/agents/{slug}/run", s.run)
 	r.With(paged).Get("/api/v1/alerts", s.decisions)
+	r.With(kapi.AllowQuery("since")).Get("/api/v1/alerts/counts", s.decisionCounts)
+	r.With(none).Get("/api/v1/investigations/{id}/chain", s.investigationChain)
+	r.With(kapi.AllowQuery("limit", "cursor", "workflow_type", "status")).Get("/api/v1/agents/{slug}/runs", s.agentRuns)
 	r.With(paged).Get("/api/v1/investigations", s.investigations)
 	r.With(none).Get("/api/v1/investigations/{id}", s.investigation)
 	r.With(none).Get("/api/v1/investigations/{id}/report", s.investigationReport)
@@ -198,7 +202,7 @@ func (s *server) agents(w http.ResponseWriter, r *http.Request) {
 func (s *server) agent(ctx context.Context, a Registered) AgentView {
 	// Only redacted values leave the core: an agent's URL, its error and
 	// its settings may hold userinfo or a key (README.md, "Redaction").
-	v := AgentView{Slug: a.Slug, Persona: a.Persona, URL: redact.URL(a.URL), ReceivesAlerts: a.ReceivesAlerts, Tools: []ToolView{}}
+	v := AgentView{Slug: a.Slug, Persona: a.Persona, URL: redact.URL(a.URL), ReceivesAlerts: a.ReceivesAlerts, Tools: []ToolView{}, Pulse: []PulseView{}}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.PeerTimeout, fmt.Errorf("no answer within %s", s.PeerTimeout))
 	defer cancel()
 	start := time.Now()
@@ -217,7 +221,8 @@ func (s *server) agent(ctx context.Context, a Registered) AgentView {
 	if in.Agent.Persona != "" {
 		v.Persona = in.Agent.Persona
 	}
-	v.Model, v.Store, v.Version = in.Model, in.Store, in.Version
+	v.Model, v.Store, v.Version, v.Mode = in.Model, in.Store, in.Version, in.Mode
+	v.Pulse = pulseOf(raw)
 	if len(in.Settings) > 0 && string(in.Settings) != "null" {
 		v.Settings, _ = redact.JSON(in.Settings)
 	}

@@ -30,14 +30,15 @@ var IndexLinks = []Link{
 }
 
 // Index is GET /: where the API is, as JSON, or as a page for a browser.
-// There is no dashboard UI yet; the index says so instead of a 404.
+// A browser gets the dashboard at / instead (internal/dashboard); this page
+// is what a client that asks for HTML sees when the index is served alone.
 func Index(version string) http.HandlerFunc {
 	body := map[string]any{
 		"service":   "kubecrew core",
 		"version":   version,
 		"api":       "/api/v1",
 		"openapi":   "/api/v1/openapi.yaml",
-		"dashboard": "none yet: the dashboard API is /api/v1 (see openapi)",
+		"dashboard": "GET / in a browser (Accept: text/html): the overview, /alerts, /investigations, /agents",
 		"routes":    IndexLinks,
 	}
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -71,8 +71,16 @@ type AgentView struct {
 	Model          string          `json:"model,omitempty"`
 	Store          string          `json:"store,omitempty"`
 	Version        string          `json:"version,omitempty"`
+	Mode           string          `json:"mode,omitempty"`
 	Tools          []ToolView      `json:"tools"`
+	Pulse          []PulseView     `json:"pulse"`
 	Settings       json.RawMessage `json:"settings,omitempty"`
+}
+
+// PulseView is one entry of an agent's pulse schedule (its /info).
+type PulseView struct {
+	Cadence string `json:"cadence"`
+	Task    string `json:"task"`
 }
 
 // info is the part of an agent's GET /info the dashboard shows.
@@ -84,6 +92,7 @@ type info struct {
 	Version  string          `json:"version"`
 	Model    string          `json:"model"`
 	Store    string          `json:"store"`
+	Mode     string          `json:"mode"`
 	Settings json.RawMessage `json:"settings"`
 	Tools    []ToolView      `json:"tools"`
 }

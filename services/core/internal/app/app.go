@@ -29,6 +29,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
+	"github.com/kubecrew/kubecrew/services/core/internal/dashboard"
 	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
 	"github.com/kubecrew/kubecrew/services/core/internal/escalate"
 	"github.com/kubecrew/kubecrew/services/core/internal/metrics"
@@ -150,7 +151,10 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 		Store: d.Store, Routes: routes, Starter: a.disp, Now: d.Now, NewID: d.NewID, Log: d.Log, Metrics: a.metrics,
 		StaleAfter: a.staleAfter(), Background: bg, Resolved: a.notifier, Escalate: a.esc,
 	})
-	a.handler = a.router()
+	if a.handler, err = a.router(); err != nil {
+		stop()
+		return nil, err
+	}
 	// Before serving: reclaim what a previous process left running and
 	// dispatch what it left queued (retention waits for the first tick).
 	a.reclaim(bg)
@@ -166,7 +170,7 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 // (its core died mid-call): the call timeout plus the outcome's retries.
 func (a *App) staleAfter() time.Duration { return a.cfg.CallTimeout + time.Minute }
 
-func (a *App) router() http.Handler {
+func (a *App) router() (http.Handler, error) {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer, kapi.RejectControlChars)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -180,29 +184,40 @@ func (a *App) router() http.Handler {
 	})
 	r.Get("/ready", a.ready)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.d.Gatherer, promhttp.HandlerOpts{}))
+	fleet := make([]api.Registered, 0, len(config.Fleet))
+	alerted := map[string]bool{}
+	for _, s := range a.routes.Agents() {
+		alerted[s] = true
+	}
+	for _, ag := range config.Fleet {
+		u, _ := a.client.URL(ag.Slug)
+		fleet = append(fleet, api.Registered{Slug: ag.Slug, Persona: ag.Persona, URL: u, ReceivesAlerts: alerted[ag.Slug]})
+	}
+	a.apiDeps = api.Deps{
+		Store: a.d.Store, Agents: a.client, Fleet: fleet, Resolve: config.ResolveAgent,
+		RunTimeout: a.cfg.CallTimeout, Log: a.d.Log,
+		ActionsStore: a.d.Store, ActionsAgents: a.client,
+	}
+	// The dashboard reads the same API, in process, behind its own door
+	// (README.md, "Dashboard").
+	inner := chi.NewRouter()
+	inner.Use(kapi.RejectControlChars)
+	api.Routes(inner, a.apiDeps)
+	tokens := httpauth.Tokens{Full: a.cfg.AuthToken, Read: a.cfg.AuthReadToken}
+	dash, err := dashboard.New(dashboard.Deps{API: inner, Tokens: tokens, Index: api.Index(buildinfo.Version), Now: a.d.Now, Log: a.d.Log.Named("dashboard")})
+	if err != nil {
+		return nil, err
+	}
+	dash.Routes(r)
 	r.Group(func(r chi.Router) {
-		// Every route but the probes and /metrics (README.md, "Authentication").
-		r.Use(httpauth.Tokens{Full: a.cfg.AuthToken, Read: a.cfg.AuthReadToken}.Middleware("kubecrew-core"))
-		r.With(kapi.AllowQuery()).Get("/", api.Index(buildinfo.Version))
+		// Every route but the probes, /metrics and the dashboard's pages
+		// (README.md, "Authentication"); a signed-in dashboard may GET.
+		r.Use(dash.CookieOr(tokens.Middleware("kubecrew-core")))
 		r.With(kapi.AllowQuery()).Get("/info", a.info)
 		r.Method(http.MethodPost, "/api/v1/alerts", webhook.Handler(a.pipe, a.d.Log, a.metrics))
-		fleet := make([]api.Registered, 0, len(config.Fleet))
-		alerted := map[string]bool{}
-		for _, s := range a.routes.Agents() {
-			alerted[s] = true
-		}
-		for _, ag := range config.Fleet {
-			u, _ := a.client.URL(ag.Slug)
-			fleet = append(fleet, api.Registered{Slug: ag.Slug, Persona: ag.Persona, URL: u, ReceivesAlerts: alerted[ag.Slug]})
-		}
-		a.apiDeps = api.Deps{
-			Store: a.d.Store, Agents: a.client, Fleet: fleet, Resolve: config.ResolveAgent,
-			RunTimeout: a.cfg.CallTimeout, Log: a.d.Log,
-			ActionsStore: a.d.Store, ActionsAgents: a.client,
-		}
 		api.Routes(r, a.apiDeps)
 	})
-	return r
+	return r, nil
 }
 
 func (a *App) ready(w http.ResponseWriter, r *http.Request) {

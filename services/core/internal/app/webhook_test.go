@@ -212,10 +212,15 @@ func TestAuthEveryRoute(t *testing.T) {
 	c := newCore(t, coreOpts{env: map[string]string{"AUTH_TOKEN": "full-s3cret", "AUTH_READ_TOKEN": "read-s3cret"}})
 	seen := authtest.CheckEveryRoute(t, authtest.Options{URL: c.URL, Routes: c.Handler().(chi.Routes),
 		Params: [][2]string{{"{id}", "nope"}, {"{slug}", "platform-sre"}},
-		Open:   map[string]bool{"/health": true, "/ready": true, "/metrics": true}, Full: "full-s3cret", Read: "read-s3cret"})
+		// The dashboard's login form and its script and style are open; its
+		// pages are not.
+		Open: map[string]bool{"/health": true, "/ready": true, "/metrics": true, "/login": true, "/static/*": true},
+		Full: "full-s3cret", Read: "read-s3cret"})
 	for _, must := range []string{"GET /api/v1/agents", "GET /api/v1/alerts", "GET /api/v1/investigations", "GET /api/v1/investigations/nope",
 		"GET /api/v1/investigations/nope/report", "GET /api/v1/findings", "GET /api/v1/audit", "GET /api/v1/openapi.yaml",
-		"POST /api/v1/alerts", "POST /api/v1/agents/platform-sre/run"} {
+		"POST /api/v1/alerts", "POST /api/v1/agents/platform-sre/run", "GET /", "GET /alerts", "GET /investigations",
+		"GET /investigations/nope", "GET /agents", "GET /agents/platform-sre", "GET /api/v1/alerts/counts",
+		"GET /api/v1/investigations/nope/chain", "GET /api/v1/agents/platform-sre/runs"} {
 		if !seen[must] {
 			t.Errorf("route %s not served (the walk must cover it)", must)
 		}
