@@ -34,12 +34,20 @@ type AlertDecision struct {
 	Agent           string
 	InvestigationID string
 	Reason          string
-	At              time.Time
+	At              time.Time // the last (or only) time it was decided
+	// Count is how many times it was decided: 1, or more for an aggregated
+	// row of repeats (README, "Repeats are counted, not written"), whose
+	// first is FirstAt (equal to At for a single decision).
+	Count   int
+	FirstAt time.Time
 }
 
 // DecideFunc is called with the alert's previous state (ok=false when new)
 // and how many alert runs the target agent has in flight. It returns the
 // decision and the new state. It must be pure: the store may call it again.
+// Postgres decides a repeat of a known alert from the state it remembers
+// (README, "Repeats are counted, not written") and passes 0 in flight then:
+// deduped, cooldown and ignored must not depend on the agent's load.
 type DecideFunc func(prev AlertState, ok bool, agentInFlight int) (AlertDecision, AlertState)
 
 // Investigation is one dispatched alert investigation.

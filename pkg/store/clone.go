@@ -76,6 +76,13 @@ func normAlertState(s AlertState) AlertState {
 
 func normDecision(d AlertDecision) AlertDecision {
 	d.At = ts(d.At)
+	if d.Count < 1 {
+		d.Count = 1
+	}
+	if d.FirstAt.IsZero() || d.FirstAt.After(d.At) {
+		d.FirstAt = d.At
+	}
+	d.FirstAt = ts(d.FirstAt)
 	return d
 }
 

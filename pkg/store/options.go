@@ -14,6 +14,7 @@ type options struct {
 	retryInterval  time.Duration
 	retryTicks     <-chan time.Time
 	maxConns       int32
+	flushInterval  time.Duration
 }
 
 func buildOptions(opts []Option) options {
@@ -22,6 +23,7 @@ func buildOptions(opts []Option) options {
 		connectTimeout: 5 * time.Second,
 		opTimeout:      10 * time.Second,
 		retryInterval:  15 * time.Second,
+		flushInterval:  DefaultFlushInterval,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -79,6 +81,22 @@ func WithMaxConns(n int32) Option {
 	return func(o *options) {
 		if n > 0 {
 			o.maxConns = n
+		}
+	}
+}
+
+// DefaultFlushInterval is how long repeat counters wait at most before
+// they are written (WithFlushInterval).
+const DefaultFlushInterval = 2 * time.Second
+
+// WithFlushInterval sets how long a repeat of a known alert (deduped, in
+// cooldown, ignored again) is counted in memory at most before its counter
+// and last_seen are written to Postgres (default 2s; README, "Repeats are
+// counted, not written"). 0 writes every decision at once.
+func WithFlushInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d >= 0 {
+			o.flushInterval = d
 		}
 	}
 }

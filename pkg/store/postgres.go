@@ -30,6 +30,7 @@ type Postgres struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
 	log  *zap.Logger
+	rep  *repeats // nil: every decision is written at once
 }
 
 var (
@@ -66,7 +67,12 @@ func OpenPostgres(ctx context.Context, url string, log *zap.Logger, opts ...Opti
 		pool.Close()
 		return nil, err
 	}
-	return &Postgres{pool: pool, now: o.now, log: log}, nil
+	p := &Postgres{pool: pool, now: o.now, log: log}
+	if o.flushInterval > 0 {
+		p.rep = newRepeats(o.flushInterval)
+		go p.flushLoop()
+	}
+	return p, nil
 }
 
 // ParseURL checks a DATABASE_URL without connecting.
@@ -143,8 +149,14 @@ func (p *Postgres) Kind() string { return "postgres" }
 // Ping checks the database answers.
 func (p *Postgres) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
 
-// Close closes the pool.
-func (p *Postgres) Close() { p.pool.Close() }
+// Close writes the pending repeat counters and closes the pool.
+func (p *Postgres) Close() {
+	if p.rep != nil {
+		p.rep.closeOnce.Do(func() { close(p.rep.stop) })
+		<-p.rep.done
+	}
+	p.pool.Close()
+}
 
 // pgErr maps database errors to the store's errors.
 func pgErr(what string, err error) error {

@@ -58,6 +58,11 @@ func (p *Postgres) applyAlertState(ctx context.Context, fingerprint, agent strin
 	if err := required("agent", agent); err != nil {
 		return AlertDecision{}, AlertState{}, err
 	}
+	if p.rep != nil {
+		if d, st, ok := p.rep.try(fingerprint, agent, fn, p.now); ok {
+			return d, st, nil
+		}
+	}
 	d, st, again, err := p.applyAlert(ctx, fingerprint, agent, fn, mkInv, false)
 	if err != nil || !again {
 		return d, st, err
@@ -87,6 +92,7 @@ func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn
 		}
 	}()
 
+	readAt := p.now()
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	execs := 2
@@ -132,6 +138,10 @@ func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn
 	if !lockAgent && (d.Decision == DecisionDispatched || d.Decision == DecisionBusy) {
 		return AlertDecision{}, AlertState{}, true, nil // rolled back by the deferred func
 	}
+	if p.rep != nil && isRepeat(prev, ok, d, st) {
+		p.rep.count(d, st, readAt) // the read is rolled back by the deferred func
+		return d, st, false, nil
+	}
 	b = &pgx.Batch{}
 	if d.Decision == DecisionCooldown || d.Decision == DecisionDeduped || d.Decision == DecisionIgnored {
 		// A suppressed repeat changes nothing but last_seen: its record
@@ -151,6 +161,9 @@ func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn
 		return AlertDecision{}, AlertState{}, false, pgErr("apply alert "+fingerprint, err)
 	}
 	committed = true
+	if p.rep != nil {
+		p.rep.cache(st, readAt)
+	}
 	return d, st, false, nil
 }
 
@@ -179,14 +192,15 @@ func queueAlertState(b *pgx.Batch, s AlertState) {
 		s.Investigations, s.InFlight, s.InvestigationID, s.Pending)
 }
 
-const decisionCols = `id, fingerprint, alertname, status, decision, agent, investigation_id, reason, at`
+const decisionCols = `id, fingerprint, alertname, status, decision, agent, investigation_id, reason, at, count, first_at`
 
 func queueDecision(b *pgx.Batch, d AlertDecision, ignoreDup bool) {
-	q := `INSERT INTO alert_decisions (` + decisionCols + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)`
+	d = normDecision(d)
+	q := `INSERT INTO alert_decisions (` + decisionCols + `) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)`
 	if ignoreDup {
 		q += ` ON CONFLICT DO NOTHING`
 	}
-	b.Queue(q, d.ID, d.Fingerprint, d.Alertname, d.Status, d.Decision, d.Agent, d.InvestigationID, d.Reason, d.At)
+	b.Queue(q, d.ID, d.Fingerprint, d.Alertname, d.Status, d.Decision, d.Agent, d.InvestigationID, d.Reason, d.At, d.Count, d.FirstAt)
 }
 
 const invCols = `id, fingerprint, alertname, agent, run_id, status, findings, answer, error, alert, started_at, finished_at`
@@ -231,19 +245,22 @@ func (p *Postgres) FinishInvestigation(ctx context.Context, inv Investigation) e
 	if err != nil {
 		return err
 	}
-	var n int
+	var fp string
 	err = p.pool.QueryRow(ctx, `WITH inv AS (
 			UPDATE investigations SET status=$2, findings=$3, answer=$4, error=$5, finished_at=$6,
 				run_id=CASE WHEN $7 = '' THEN run_id ELSE $7 END
-			WHERE id=$1 RETURNING id),
+			WHERE id=$1 RETURNING id, fingerprint),
 		freed AS (UPDATE alert_state SET in_flight=false WHERE in_flight AND investigation_id IN (SELECT id FROM inv) RETURNING 1)
-		SELECT count(*) FROM inv`,
-		inv.ID, inv.Status, fj, inv.Answer, inv.Error, inv.FinishedAt, inv.RunID).Scan(&n)
+		SELECT fingerprint FROM inv`,
+		inv.ID, inv.Status, fj, inv.Answer, inv.Error, inv.FinishedAt, inv.RunID).Scan(&fp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("investigation %s: %w", inv.ID, ErrNotFound)
+	}
 	if err != nil {
 		return pgErr("investigation "+inv.ID, err)
 	}
-	if n == 0 {
-		return fmt.Errorf("investigation %s: %w", inv.ID, ErrNotFound)
+	if p.rep != nil {
+		p.rep.forget(fp) // its slot is free: the next decision reads the state
 	}
 	return nil
 }
@@ -282,6 +299,9 @@ func (p *Postgres) ListDecisions(ctx context.Context, pg Page) ([]AlertDecision,
 	if err != nil {
 		return nil, "", err
 	}
+	if err := p.flushPending(ctx); err != nil {
+		return nil, "", err
+	}
 	limit := pg.limit()
 	rows, err := p.pool.Query(ctx, `SELECT `+decisionCols+` FROM alert_decisions WHERE (NOT $1 OR (at, id) < ($2, $3))
 		ORDER BY at DESC, id DESC LIMIT $4`, c.ok, c.at, c.id, limit+1)
@@ -290,7 +310,11 @@ func (p *Postgres) ListDecisions(ctx context.Context, pg Page) ([]AlertDecision,
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AlertDecision, error) {
 		var d AlertDecision
-		err := row.Scan(&d.ID, &d.Fingerprint, &d.Alertname, &d.Status, &d.Decision, &d.Agent, &d.InvestigationID, &d.Reason, &d.At)
+		var first *time.Time
+		err := row.Scan(&d.ID, &d.Fingerprint, &d.Alertname, &d.Status, &d.Decision, &d.Agent, &d.InvestigationID, &d.Reason, &d.At, &d.Count, &first)
+		if first != nil {
+			d.FirstAt = *first
+		}
 		return normDecision(d), err
 	})
 	if err != nil {
@@ -313,6 +337,9 @@ func (p *Postgres) PendingAlerts(ctx context.Context, agent string) ([]AlertStat
 // GetAlertState returns one alert's state or ErrNotFound.
 func (p *Postgres) GetAlertState(ctx context.Context, fingerprint string) (AlertState, error) {
 	if err := checkKey("fingerprint", fingerprint); err != nil {
+		return AlertState{}, err
+	}
+	if err := p.flushPending(ctx); err != nil {
 		return AlertState{}, err
 	}
 	s, err := scanAlertState(p.pool.QueryRow(ctx, `SELECT `+alertCols+` FROM alert_state WHERE fingerprint=$1`, fingerprint))

@@ -53,7 +53,7 @@ func start(ctx context.Context, cfg config.Config, log *zap.Logger) (*app.App, f
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, log.Named("store"))
+	st, err := store.Open(ctx, cfg.DatabaseURL, log.Named("store"), store.WithFlushInterval(cfg.FlushInterval))
 	if err != nil {
 		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}

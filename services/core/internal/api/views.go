@@ -10,15 +10,24 @@ import (
 
 // DecisionView is one recorded alert decision.
 // It is the webhook's answer for the alert with the record's id and time.
+// A row may stand for several repeats of one decision (README.md, "Repeats
+// are counted, not written"): Count of them, from FirstAt to At.
 type DecisionView struct {
 	ID string `json:"id"`
 	kapi.AlertDecision
-	At time.Time `json:"at"`
+	At      time.Time `json:"at"`
+	Count   int       `json:"count"`
+	FirstAt time.Time `json:"first_at"`
 }
 
 func decisionView(d store.AlertDecision) DecisionView {
-	return DecisionView{ID: d.ID, AlertDecision: kapi.AlertDecision{Fingerprint: d.Fingerprint, Alertname: d.Alertname, Status: d.Status,
-		Decision: d.Decision, Agent: d.Agent, InvestigationID: d.InvestigationID, Reason: d.Reason}, At: d.At.UTC()}
+	v := DecisionView{ID: d.ID, AlertDecision: kapi.AlertDecision{Fingerprint: d.Fingerprint, Alertname: d.Alertname, Status: d.Status,
+		Decision: d.Decision, Agent: d.Agent, InvestigationID: d.InvestigationID, Reason: d.Reason}, At: d.At.UTC(),
+		Count: max(d.Count, 1), FirstAt: d.FirstAt.UTC()}
+	if d.FirstAt.IsZero() {
+		v.FirstAt = v.At
+	}
+	return v
 }
 
 func investigationView(i store.Investigation) kapi.Investigation {

@@ -48,7 +48,10 @@ type Config struct {
 	// Retention is how long decisions, investigations and idle alert
 	// states are kept (RETENTION; 0 keeps them forever).
 	Retention time.Duration
-	AuthToken string
+	// FlushInterval bounds how long repeat counters wait in memory
+	// (README.md, "Repeats are counted, not written"); 0 writes each.
+	FlushInterval time.Duration
+	AuthToken     string
 	// AuthReadToken, when set, opens the GET routes only (dashboards).
 	AuthReadToken string
 	LogLevel      zapcore.Level
@@ -120,6 +123,9 @@ func Load(getenv func(string) string) (Config, error) {
 		if err := checkURL(c.PublicURL); err != nil {
 			return Config{}, fmt.Errorf("CORE_PUBLIC_URL: %w", err)
 		}
+	}
+	if c.FlushInterval, err = flushInterval(getenv("DECISION_FLUSH_INTERVAL")); err != nil {
+		return Config{}, err
 	}
 	if c.Retention, err = store.ParseRetention(getenv("RETENTION")); err != nil {
 		return Config{}, err
@@ -254,4 +260,26 @@ func or(v, def string) string {
 		return v
 	}
 	return def
+}
+
+// MaxFlushInterval bounds DECISION_FLUSH_INTERVAL: what a kill -9 may lose
+// of the repeat counters.
+const MaxFlushInterval = time.Minute
+
+func flushInterval(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return store.DefaultFlushInterval, nil
+	}
+	if v == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("DECISION_FLUSH_INTERVAL: malformed duration %q (want e.g. 2s, 500ms; 0 writes every decision at once)", v)
+	}
+	if d < 0 || d > MaxFlushInterval {
+		return 0, fmt.Errorf("DECISION_FLUSH_INTERVAL: %s is outside 0…%s", d, MaxFlushInterval)
+	}
+	return d, nil
 }

@@ -64,6 +64,9 @@ func TestLoadRefuses(t *testing.T) {
 		{map[string]string{"AGENT_PEERS": "noor=http://a,platform-sre=http://b"}, `AGENT_PEERS: agent "platform-sre" listed twice`},
 		{map[string]string{"PEER_URL_TEMPLATE": "http://agent:8000"}, "PEER_URL_TEMPLATE \"http://agent:8000\": must contain {slug}"},
 		{map[string]string{"PEER_URL_TEMPLATE": "{slug}"}, "PEER_URL_TEMPLATE \"{slug}\": bad url"},
+		{map[string]string{"DECISION_FLUSH_INTERVAL": "soon"}, `DECISION_FLUSH_INTERVAL: malformed duration "soon"`},
+		{map[string]string{"DECISION_FLUSH_INTERVAL": "5m"}, "DECISION_FLUSH_INTERVAL: 5m0s is outside 0…1m0s"},
+		{map[string]string{"DECISION_FLUSH_INTERVAL": "-1s"}, "DECISION_FLUSH_INTERVAL: -1s is outside 0…1m0s"},
 		{map[string]string{"RETENTION": "a month"}, `RETENTION: malformed "a month" (want e.g. 30d, 720h, or 0 to keep forever)`},
 		{map[string]string{"RETENTION": "-3d"}, `RETENTION: malformed "-3d"`},
 		{map[string]string{"RETENTION": "1h"}, "RETENTION (1h) must be at least 48h0m0s, or 0 to keep forever"},
@@ -96,6 +99,16 @@ func TestLoadRetention(t *testing.T) {
 		c, err := Load(env(map[string]string{"RETENTION": v}))
 		if err != nil || c.Retention != want {
 			t.Errorf("RETENTION=%q: %v, %v; want %v", v, c.Retention, err, want)
+		}
+	}
+}
+
+func TestLoadFlushInterval(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]time.Duration{"": 2 * time.Second, "0": 0, "500ms": 500 * time.Millisecond, "1m": time.Minute} {
+		c, err := Load(env(map[string]string{"DECISION_FLUSH_INTERVAL": v}))
+		if err != nil || c.FlushInterval != want {
+			t.Errorf("DECISION_FLUSH_INTERVAL=%q: %v, %v; want %v", v, c.FlushInterval, err, want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kubecrew/kubecrew/pkg/settings"
+	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
 // Specs is every setting the core reads, with its default and meaning: the
@@ -19,6 +20,7 @@ var Specs = []settings.Spec{
 	{Name: "AGENT_PEERS", Help: "static agent URLs slug=url,… (win over the template)"},
 	{Name: "AGENT_CALL_TIMEOUT", Default: DefaultCallTimeout.String(), Help: "bound of one investigation's call to an agent; must be below ALERT_COOLDOWN"},
 	{Name: "ALERT_COOLDOWN", Default: DefaultCooldown.String(), Help: "an alert investigated this recently is not investigated again"},
+	{Name: "DECISION_FLUSH_INTERVAL", Default: store.DefaultFlushInterval.String(), Help: "on Postgres, repeats of a known alert (deduped, cooldown, ignored again) are counted in memory and written this often (at most 1m; 0 writes each at once); kill -9 loses at most this much of the counters, never a state change"},
 	{Name: "RETENTION", Default: "30d", Help: "decisions, investigations and idle alert states older than this are deleted (0 keeps them)"},
 	{Name: "AUTH_TOKEN", Help: "bearer token every route but /health, /ready and /metrics needs"},
 	{Name: "AUTH_READ_TOKEN", Help: "optional read-only bearer token: opens GET routes only (dashboards)"},
@@ -42,7 +44,7 @@ var secrets = map[string]bool{"DATABASE_URL": true, "AUTH_TOKEN": true, "AUTH_RE
 
 // Prefixes are those of the core's settings distinctive enough that an
 // unknown variable carrying one is a typo worth a warning.
-var Prefixes = []string{"ALERT_", "CORE_", "ROUTES_", "AGENT_", "AUTH_", "PEER_", "READY_", "NOTIFY_", "PAGE_"}
+var Prefixes = []string{"ALERT_", "DECISION_", "CORE_", "ROUTES_", "AGENT_", "AUTH_", "PEER_", "READY_", "NOTIFY_", "PAGE_"}
 
 // agentSettings are the agents' settings with the core's prefixes: an
 // environment file given to both binaries carries them.
