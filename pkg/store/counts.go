@@ -30,7 +30,7 @@ func (m *Memory) CountDecisions(ctx context.Context, since time.Time) (map[strin
 	defer m.mu.Unlock()
 	for _, d := range m.decisions {
 		if !d.At.Before(since) {
-			out[d.Decision]++
+			out[d.Decision] += max(d.Count, 1)
 		}
 	}
 	return out, nil
@@ -39,7 +39,12 @@ func (m *Memory) CountDecisions(ctx context.Context, since time.Time) (map[strin
 // CountDecisions implements DecisionCounter (the alert_decisions_newest
 // index bounds the scan to the window).
 func (p *Postgres) CountDecisions(ctx context.Context, since time.Time) (map[string]int, error) {
-	rows, err := p.pool.Query(ctx, `SELECT decision, count(*) FROM alert_decisions WHERE at >= $1 GROUP BY decision`, since.UTC())
+	if err := p.flushPending(ctx); err != nil {
+		return nil, err
+	}
+	// A row may count several repeats (README, "Repeats are counted, not
+	// written"); at is the last of them.
+	rows, err := p.pool.Query(ctx, `SELECT decision, sum(count)::bigint FROM alert_decisions WHERE at >= $1 GROUP BY decision`, since.UTC())
 	if err != nil {
 		return nil, pgErr("count decisions", err)
 	}

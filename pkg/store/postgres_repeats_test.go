@@ -63,6 +63,11 @@ func TestPostgresRepeatsAreCounted(t *testing.T) {
 	if n := rowCount(t, p, `SELECT count(*) FROM alert_decisions`); n != 1 {
 		t.Fatalf("%d decision rows before the flush; repeats must not write", n)
 	}
+	counts, err := p.CountDecisions(ctx, first)
+	mustNil(t, err)
+	if counts[DecisionDeduped] != 5 || counts[DecisionDispatched] != 1 {
+		t.Fatalf("CountDecisions = %v; want the 5 repeats counted", counts)
+	}
 	ds, _, err := p.ListDecisions(ctx, Page{})
 	mustNil(t, err)
 	if len(ds) != 2 || ds[0].Decision != DecisionDeduped || ds[0].Count != 5 || !ds[0].FirstAt.Equal(first.Add(time.Second)) ||
