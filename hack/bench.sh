@@ -10,6 +10,8 @@ run services/agent 'BenchmarkStartToReady' 20x
 # one alert triage in model mode (eval.Competent on the fixtures): model calls and estimated prompt tokens
 run services/agent 'BenchmarkTriage' 5x
 run services/core 'BenchmarkWebhook' 2000x
+# the dashboard's overview with 10,000 decisions (target: under 50 ms a render)
+run services/core 'BenchmarkOverview' 30x
 run pkg 'BenchmarkPruneMillionDecisions' 50x
 run services/core 'BenchmarkBusyQueueSoak' 300x
 run pkg 'BenchmarkPermitRestart' 2000x

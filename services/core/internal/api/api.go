@@ -63,6 +63,8 @@ type Deps struct {
 	// switch, fanned out) and /api/v1/actions/proposals; nil: not mounted.
 	ActionsStore  ActionsStore
 	ActionsAgents ActionsAgents
+	// Events serves GET /api/v1/events; nil: not mounted.
+	Events EventSource
 }
 
 type server struct{ Deps }
@@ -96,6 +98,9 @@ func Routes(r chi.Router, d Deps) {
 	r.With(kapi.AllowQuery(append([]string{"limit", "cursor"}, findingFilters...)...)).Get("/api/v1/findings", s.findings)
 	r.With(kapi.AllowQuery(lifecycle.QueryParams...)).Get("/api/v1/findings/lifecycle", s.findingLives)
 	r.With(paged).Get("/api/v1/audit", s.audit)
+	if d.Events != nil {
+		r.With(none).Get("/api/v1/events", s.events)
+	}
 	if d.ActionsStore != nil && d.ActionsAgents != nil {
 		r.With(none).Get("/api/v1/actions", s.getActions)
 		r.With(none).Put("/api/v1/actions", s.putActions)

@@ -32,6 +32,7 @@ import (
 	"github.com/kubecrew/kubecrew/services/core/internal/dashboard"
 	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
 	"github.com/kubecrew/kubecrew/services/core/internal/escalate"
+	"github.com/kubecrew/kubecrew/services/core/internal/events"
 	"github.com/kubecrew/kubecrew/services/core/internal/metrics"
 	"github.com/kubecrew/kubecrew/services/core/internal/notify"
 	"github.com/kubecrew/kubecrew/services/core/internal/pipeline"
@@ -79,6 +80,10 @@ type App struct {
 	serveErr chan error
 	// apiDeps are the dashboard API's; upkeep re-sends the kill switch with them.
 	apiDeps api.Deps
+	// events carries each decision and investigation change to
+	// GET /api/v1/events; pub is the store that publishes them.
+	events *events.Broker
+	pub    events.Store
 }
 
 // LoadRoutes reads cfg.RoutesFile, or the built-in routes when it is empty.
@@ -129,7 +134,8 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 	if d.MaintainEvery <= 0 {
 		d.MaintainEvery = 30 * time.Second
 	}
-	a := &App{cfg: cfg, d: d, routes: routes, metrics: metrics.New(d.Registerer)}
+	a := &App{cfg: cfg, d: d, routes: routes, metrics: metrics.New(d.Registerer), events: events.NewBroker()}
+	a.pub = events.Store{CoreStore: d.Store, B: a.events}
 	a.metrics.InitAgents(routes.Agents())
 	a.client = dispatch.NewClient(cfg.Peers, cfg.AuthToken, d.HTTPClient)
 	var err error
@@ -144,11 +150,11 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 		return nil, err
 	}
 	a.esc = escalate.New(pager.NewEscalator(p, d.Store, d.Now, d.Log.Named("pager")), d.Store, cfg.PublicURL, d.Log)
-	a.disp = dispatch.New(a.client, d.Store, dispatch.Options{
+	a.disp = dispatch.New(a.client, a.pub, dispatch.Options{
 		Timeout: cfg.CallTimeout, Now: d.Now, Log: d.Log, Metrics: a.metrics, Notifier: a.notifier, Escalate: a.esc,
 	})
 	a.pipe = pipeline.New(pipeline.Options{
-		Store: d.Store, Routes: routes, Starter: a.disp, Now: d.Now, NewID: d.NewID, Log: d.Log, Metrics: a.metrics,
+		Store: a.pub, Routes: routes, Starter: a.disp, Now: d.Now, NewID: d.NewID, Log: d.Log, Metrics: a.metrics,
 		StaleAfter: a.staleAfter(), Background: bg, Resolved: a.notifier, Escalate: a.esc,
 	})
 	if a.handler, err = a.router(); err != nil {
@@ -196,7 +202,7 @@ func (a *App) router() (http.Handler, error) {
 	a.apiDeps = api.Deps{
 		Store: a.d.Store, Agents: a.client, Fleet: fleet, Resolve: config.ResolveAgent,
 		RunTimeout: a.cfg.CallTimeout, Log: a.d.Log,
-		ActionsStore: a.d.Store, ActionsAgents: a.client,
+		ActionsStore: a.d.Store, ActionsAgents: a.client, Events: a.events,
 	}
 	// The dashboard reads the same API, in process, behind its own door
 	// (README.md, "Dashboard").
@@ -310,6 +316,7 @@ func (a *App) Done() <-chan error { return a.serveErr }
 // ctx ends (then cuts them short, recorded as failed) and stops upkeep.
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
+	a.events.Close() // the event streams end, or Shutdown would wait for them
 	if a.srv != nil {
 		if err := a.srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http: %w", err))

@@ -88,7 +88,7 @@ func (a *App) reap(ctx context.Context) int {
 			inv.Status = api.StatusFailed
 			inv.Error = fmt.Sprintf("no outcome %s after dispatch: presumed lost (its core stopped mid-call)", a.staleAfter())
 			inv.FinishedAt = &now
-			if err := a.d.Store.FinishInvestigation(ctx, inv); err != nil {
+			if err := a.pub.FinishInvestigation(ctx, inv); err != nil {
 				a.metrics.StoreErrors.WithLabelValues("finish_investigation").Inc()
 				a.d.Log.Warn("upkeep: reclaim investigation", zap.String("investigation_id", inv.ID), zap.Error(err))
 				continue

@@ -179,6 +179,7 @@ var funcs = template.FuncMap{
 	},
 	"navItems": func() []navItem { return nav },
 	"list":     func(s ...string) []string { return s },
+	"add":      func(a, b int) int { return a + b },
 	"lower":    strings.ToLower,
 	"pathesc":  url.PathEscape,
 	"contains": strings.Contains,

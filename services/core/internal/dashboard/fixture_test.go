@@ -24,11 +24,12 @@ import (
 var now = time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 
 type fixture struct {
-	URL   string
-	Store *store.Memory
-	Noor  *agenttest.Agent
-	Sol   *agenttest.Agent
-	Vera  *agenttest.Agent
+	URL     string
+	Handler http.Handler
+	Store   *store.Memory
+	Noor    *agenttest.Agent
+	Sol     *agenttest.Agent
+	Vera    *agenttest.Agent
 }
 
 // newFixture is the core after a production-like incident: Noor triaged
@@ -66,7 +67,7 @@ func newFixture(t testing.TB, tokens httpauth.Tokens) *fixture {
 	})
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
-	f.URL = srv.URL
+	f.URL, f.Handler = srv.URL, r
 	f.seed(t)
 	return f
 }

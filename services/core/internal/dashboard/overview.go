@@ -20,6 +20,8 @@ const (
 	overviewDecisions      = 500
 	overviewInvestigations = 50
 	overviewChains         = 6
+	// overviewFiring bounds the alerts firing shown; the rest are a link.
+	overviewFiring = 30
 )
 
 type agentRow struct {
@@ -42,6 +44,7 @@ type overviewData struct {
 	Failed     []kapi.Investigation
 	Agents     []agentRow
 	Firing     []api.DecisionView
+	MoreFiring int
 	Running    []kapi.Investigation
 	Recent     []kapi.Investigation
 	PRs        []prRow
@@ -125,6 +128,10 @@ func (s *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	})
 	partial := g.wait()
 	d.Firing = firing(decisions.Items)
+	if len(d.Firing) > overviewFiring {
+		d.MoreFiring = len(d.Firing) - overviewFiring
+		d.Firing = d.Firing[:overviewFiring]
+	}
 	for _, inv := range invs.Items {
 		switch inv.Status {
 		case kapi.StatusRunning:
