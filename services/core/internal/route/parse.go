@@ -59,8 +59,10 @@ func (p *parser) errf(n *yaml.Node, format string, args ...any) error {
 
 func (p *parser) parse(data []byte) (*Routes, error) {
 	rs := &Routes{
-		Source:  p.file,
-		Default: Rule{Name: "default", Cooldown: p.o.DefaultCooldown, MaxInFlight: 1},
+		Source:      p.file,
+		Default:     Rule{Name: "default", Cooldown: p.o.DefaultCooldown, MaxInFlight: 1},
+		Correlation: DefaultCorrelation(),
+		QueueMax:    DefaultQueueMax,
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
@@ -79,7 +81,7 @@ func (p *parser) parse(data []byte) (*Routes, error) {
 		root = root.Content[0]
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, p.errf(root, "top level must be a mapping with defaults, ignore, routes")
+		return nil, p.errf(root, "top level must be a mapping with defaults, ignore, routes, correlation, queue")
 	}
 	defAgent := &yaml.Node{Line: 0}
 	haveDefAgent := false
@@ -124,6 +126,8 @@ func (p *parser) parse(data []byte) (*Routes, error) {
 				return nil
 			})
 		},
+		"correlation": func(_, v *yaml.Node) error { return p.correlation(v, &rs.Correlation) },
+		"queue":       func(_, v *yaml.Node) error { return p.queue(v, &rs.QueueMax) },
 		"routes": func(_, v *yaml.Node) error {
 			return p.sequence(v, "routes", func(i int, item *yaml.Node) error {
 				r, err := p.rule(item, fmt.Sprintf("route #%d", i+1), true)

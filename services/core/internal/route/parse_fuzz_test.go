@@ -19,6 +19,7 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Add([]byte("routes:\n- match: {namespace: \"a\"}\n  agent: platform-sre\n  cooldown: 5m\n"))
+	f.Add([]byte("correlation:\n  keys: [owner, alert]\n  node_alertnames: [X]\n  max_listed: 3\nqueue: {max_per_agent: 7}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := Parse("routes.yaml", data, opts())
 		if err != nil {

@@ -108,7 +108,16 @@ type Routes struct {
 	Default Rule   // agent, cooldown, max_in_flight for alerts no route matches
 	Ignore  []Rule
 	Routes  []Rule
+	// Correlation makes the alerts of one incident one investigation.
+	Correlation Correlation
+	// QueueMax bounds each agent's busy queue (incidents waiting for a
+	// slot); when full, the lowest severity is dropped first.
+	QueueMax int
 }
+
+// DefaultQueueMax is the busy queue's bound per agent when the routes file
+// sets none.
+const DefaultQueueMax = 500
 
 // Match routes one alert by its labels: ignore rules first, then the first
 // matching route, else the default.

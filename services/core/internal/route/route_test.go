@@ -119,7 +119,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty", "", "r.yaml: empty routes file"},
 		{"not yaml", "routes: [\n", "r.yaml:1: not YAML"},
 		{"not a mapping", "- a\n", "r.yaml:1: top level must be a mapping"},
-		{"unknown top key", "defaults:\n  agent: noor\nroute: []\n", "r.yaml:3: unknown key \"route\" in top level (allowed: defaults, ignore, routes)"},
+		{"unknown top key", "defaults:\n  agent: noor\nroute: []\n", "r.yaml:3: unknown key \"route\" in top level (allowed: correlation, defaults, ignore, queue, routes)"},
 		{"unknown route key", "routes:\n  - match:\n      alertname: A\n    agnet: noor\n", "r.yaml:4: unknown key \"agnet\" in route #1"},
 		{"agent key in ignore rule", "ignore:\n  - match:\n      a: b\n    agent: noor\n", "r.yaml:4: unknown key \"agent\" in ignore rule #1"},
 		{"bad regex", "routes:\n  - match_re:\n      alertname: \"(\"\n", "r.yaml:3: route #1 match_re alertname: bad regular expression"},
@@ -138,6 +138,13 @@ func TestParseErrors(t *testing.T) {
 		{"empty namespaces", "ignore:\n  - namespaces: []\n", "r.yaml:2: ignore rule #1 namespaces must be a non-empty list"},
 		{"unknown chat", "routes:\n  - notify: [discord, teams]\n", "r.yaml:2: route #1 notify: unknown chat \"teams\" (want discord, slack, webhook)"},
 		{"notify not a list", "defaults:\n  notify: discord\n", "r.yaml:2: defaults.notify must be a list"},
+		{"unknown correlation key", "correlation:\n  keys: [owner, pod]\n", "r.yaml:2: correlation.keys: unknown key \"pod\" (want node, owner, group, alert)"},
+		{"empty correlation keys", "correlation:\n  keys: []\n", "r.yaml:2: correlation.keys is empty"},
+		{"repeated correlation key", "correlation:\n  keys:\n    - owner\n    - owner\n", "r.yaml:4: correlation.keys: \"owner\" repeated"},
+		{"unknown correlation field", "correlation:\n  key: [owner]\n", "r.yaml:2: unknown key \"key\" in correlation"},
+		{"bad max_listed", "correlation:\n  max_listed: many\n", "r.yaml:2: correlation.max_listed \"many\": want an integer from 1 to 200"},
+		{"empty node alertname", "correlation:\n  node_alertnames: [KubeNodeNotReady, \"\"]\n", "r.yaml:2: correlation.node_alertnames: empty alertname"},
+		{"bad queue bound", "queue:\n  max_per_agent: 0\n", "r.yaml:2: queue.max_per_agent \"0\": want an integer from 1 to 100000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
