@@ -22,10 +22,15 @@ const (
 	// Rejected is a malformed alert (webhook.Alert.Problem): recorded by
 	// the pipeline with its reason, never decided here.
 	Rejected = "rejected"
+	// Joined is an alert that joined its incident's running investigation
+	// ("also firing") instead of starting one.
+	Joined = "joined"
+	// Dropped is an incident dropped from its agent's full busy queue.
+	Dropped = "dropped"
 )
 
 // All lists every decision, for metrics and docs.
-var All = []string{Dispatched, Deduped, Cooldown, Busy, Ignored, Resolved, Rejected}
+var All = []string{Dispatched, Deduped, Cooldown, Busy, Ignored, Resolved, Rejected, Joined, Dropped}
 
 // Alert statuses.
 const (
@@ -54,10 +59,20 @@ type Route struct {
 	IgnoreReason string
 }
 
-// Input is everything one decision depends on.
+// Input is everything one decision depends on. The state (Prev) is the
+// incident's: every alert sharing the correlation Key (README, "Storms").
 type Input struct {
 	Alert Alert
 	Route Route
+	// Key is the alert's correlation key (its incident).
+	Key string
+	// NewMember: the incident's running investigation is known (this
+	// process started it) and the alert is not part of it yet: it joins.
+	// Otherwise a firing alert of a running incident is deduped.
+	NewMember bool
+	// OthersFiring counts the incident's other alerts firing in the same
+	// webhook: one of them resolving does not close the incident.
+	OthersFiring int
 	// Prev is the alert's previous state; Known is false for a new alert.
 	Prev  store.AlertState
 	Known bool
@@ -117,20 +132,7 @@ func Decide(in Input) (store.AlertDecision, store.AlertState) {
 	}
 
 	if a.Status == StatusResolved {
-		reason := "resolved: never investigated"
-		if in.Known && prev.Investigations > 0 {
-			reason = fmt.Sprintf("resolved: standing state closed after %d investigation(s)", prev.Investigations)
-		}
-		if prev.Pending {
-			reason += "; dropped from the busy queue"
-		}
-		if in.Known && prev.InFlight {
-			reason += fmt.Sprintf("; investigation %s still running", prev.InvestigationID)
-		}
-		st.Firing = false
-		st.Pending = false
-		st.Investigations = 0
-		return with(d, Resolved, reason), st
+		return resolve(in, d, st)
 	}
 
 	// Firing.
@@ -145,6 +147,9 @@ func Decide(in Input) (store.AlertDecision, store.AlertState) {
 		age := now.Sub(prev.LastInvestigated)
 		if in.StaleAfter <= 0 || age < in.StaleAfter {
 			d.InvestigationID = prev.InvestigationID
+			if in.NewMember {
+				return with(d, Joined, fmt.Sprintf("also firing: joined investigation %s of incident %s (in flight for %s)", prev.InvestigationID, in.Key, round(age))), st
+			}
 			return with(d, Deduped, fmt.Sprintf("investigation %s of this alert in flight for %s", prev.InvestigationID, round(age))), st
 		}
 		// Presumed lost: its slot is this alert's, so it does not count.
@@ -198,6 +203,29 @@ func Decide(in Input) (store.AlertDecision, store.AlertState) {
 	return with(d, Dispatched, why+stale), st
 }
 
+// resolve decides a resolved alert: it closes its incident unless others
+// of it still fire (in the same webhook).
+func resolve(in Input, d store.AlertDecision, st store.AlertState) (store.AlertDecision, store.AlertState) {
+	prev := in.Prev
+	if in.OthersFiring > 0 {
+		return with(d, Resolved, fmt.Sprintf("resolved; incident %s stays open: %d other alert(s) of it still firing", in.Key, in.OthersFiring)), prev
+	}
+	reason := "resolved: never investigated"
+	if in.Known && prev.Investigations > 0 {
+		reason = fmt.Sprintf("resolved: standing state closed after %d investigation(s)", prev.Investigations)
+	}
+	if prev.Pending {
+		reason += "; dropped from the busy queue"
+	}
+	if in.Known && prev.InFlight {
+		reason += fmt.Sprintf("; investigation %s still running", prev.InvestigationID)
+	}
+	st.Firing = false
+	st.Pending = false
+	st.Investigations = 0
+	return with(d, Resolved, reason), st
+}
+
 func with(d store.AlertDecision, decision, reason string) store.AlertDecision {
 	d.Decision = decision
 	d.Reason = reason
@@ -233,4 +261,23 @@ func Retry(in Input) (store.AlertDecision, store.AlertState) {
 		d.Reason = "retry: agent freed a slot; " + d.Reason
 	}
 	return d, st
+}
+
+// Drop decides an incident out of its agent's full busy queue: no longer
+// pending, retried only when one of its alerts comes again.
+func Drop(in Input, why string) (store.AlertDecision, store.AlertState) {
+	d := store.AlertDecision{
+		ID:          in.DecisionID,
+		Fingerprint: in.Alert.Fingerprint,
+		Alertname:   in.Alert.Alertname,
+		Status:      StatusFiring,
+		Agent:       in.Route.Agent,
+		At:          in.Now,
+	}
+	st := in.Prev
+	st.Pending = false
+	if !in.Known || !in.Prev.Pending {
+		return with(d, Deduped, "drop skipped: incident no longer queued"), in.Prev
+	}
+	return with(d, Dropped, why), st
 }

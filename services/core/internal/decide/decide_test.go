@@ -130,7 +130,8 @@ func TestDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			in := Input{Alert: tt.alert, Route: tt.route, Prev: tt.prev, Known: tt.known, AgentInFlight: tt.inFlight, Now: t0, NewID: "inv-new", StaleAfter: tt.stale}
+			in := Input{Alert: tt.alert, Route: tt.route, Prev: tt.prev, Known: tt.known, AgentInFlight: tt.inFlight, Now: t0, NewID: "inv-new", StaleAfter: tt.stale,
+				Key: "shop/Deployment/api"}
 			d, st := Decide(in)
 			w := tt.want
 			if d.Decision != w.decision {
@@ -271,5 +272,59 @@ func TestRetry(t *testing.T) {
 				t.Errorf("state changed on a skipped retry: %+v", st)
 			}
 		})
+	}
+}
+
+// TestDecideIncident: another alert of a running incident joins it; one
+// resolving while others of it fire does not close it.
+func TestDecideIncident(t *testing.T) {
+	t.Parallel()
+	inFlight := investigated(1, 5*time.Minute, "h1")
+	inFlight.InFlight, inFlight.InvestigationID = true, "inv-run"
+	resolved := firing("h1")
+	resolved.Status = StatusResolved
+	tests := []struct {
+		name          string
+		alert         Alert
+		member        bool
+		others        int
+		decision      string
+		reason        string
+		stillInFlight bool
+	}{
+		{"another alert joins", firing("h9"), false, 0, Joined, "also firing: joined investigation inv-run of incident shop/Deployment/api (in flight for 5m0s)", true},
+		{"a member's repeat is deduped", firing("h1"), true, 0, Deduped, "inv-run of this alert in flight", true},
+		{"one resolving while others fire", resolved, true, 3, Resolved, "incident shop/Deployment/api stays open: 3 other alert(s) of it still firing", true},
+		{"the last one resolving", resolved, true, 0, Resolved, "investigation inv-run still running", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, st := Decide(Input{Alert: tt.alert, Route: route(), Prev: inFlight, Known: true, AgentInFlight: 1, Now: t0, NewID: "inv-new",
+				StaleAfter: 20 * time.Minute, Key: "shop/Deployment/api", NewMember: !tt.member, OthersFiring: tt.others})
+			if d.Decision != tt.decision || !strings.Contains(d.Reason, tt.reason) || st.InFlight != tt.stillInFlight {
+				t.Fatalf("Decide = %s (%s), in flight %v; want %s (%s)", d.Decision, d.Reason, st.InFlight, tt.decision, tt.reason)
+			}
+			if tt.decision == Joined && d.InvestigationID != "inv-run" {
+				t.Fatalf("joined decision names investigation %q", d.InvestigationID)
+			}
+			if tt.others > 0 && !st.Firing {
+				t.Fatal("incident closed while others of it fire")
+			}
+		})
+	}
+}
+
+func TestDrop(t *testing.T) {
+	t.Parallel()
+	pending := store.AlertState{Fingerprint: "shop/Deployment/api", Agent: "platform-sre", Firing: true, Pending: true, FirstSeen: t0.Add(-time.Hour)}
+	in := Input{Alert: firing("h1"), Route: route(), Prev: pending, Known: true, Now: t0}
+	d, st := Drop(in, "busy queue of platform-sre full (500): dropped, severity warning is the lowest")
+	if d.Decision != Dropped || st.Pending || !st.Firing || d.Reason != "busy queue of platform-sre full (500): dropped, severity warning is the lowest" {
+		t.Fatalf("Drop = %+v, %+v", d, st)
+	}
+	in.Prev.Pending = false
+	if d, st := Drop(in, "x"); d.Decision != Deduped || st != in.Prev {
+		t.Fatalf("Drop of an incident no longer queued = %+v, %+v: want it left alone", d, st)
 	}
 }
