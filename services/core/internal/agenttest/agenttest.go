@@ -233,7 +233,7 @@ func (a *Agent) Runs() []Call {
 func (a *Agent) RunsFor(fp string) int {
 	n := 0
 	for _, c := range a.Runs() {
-		if c.Request.Context["fingerprint"] == fp {
+		if c.Request.Context["fingerprint"] == fp || c.Request.Context["correlation_key"] == fp {
 			n++
 		}
 	}

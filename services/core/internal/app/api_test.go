@@ -62,11 +62,11 @@ func TestDashboardAPI(t *testing.T) {
 		{"id": "a3", "verb": "notify", "text": "fyi", "at": "2026-11-30T09:00:00Z"},
 	}, false)
 
-	// Three alerts in one group: one dispatched, two queued then dispatched
-	// as the agent frees up.
+	// Three alerts in one group, three namespaces (three incidents): one
+	// dispatched, two queued then dispatched as the agent frees up.
 	code, b := call(t, http.MethodPost, c.URL+"/api/v1/alerts", webhookBody(
 		alert("fp1", "KubePodCrashLooping", "prod", "firing"),
-		alert("fp2", "KubePodCrashLooping", "prod", "firing"),
+		alert("fp2", "KubePodCrashLooping", "payments", "firing"),
 		alert("fp3", "KubePodNotReady", "staging", "firing"),
 	))
 	if code != 200 {

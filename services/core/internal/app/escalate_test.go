@@ -49,7 +49,7 @@ func TestAnUnfixableCriticalFindingPagesOnceAndResolvesWithTheAlert(t *testing.T
 		!strings.Contains(a.Message, "ImagePullBackOff") || a.Details["reason"] != "ImagePullBackOff" ||
 		!strings.Contains(a.Details["detail"], "registry.invalid/web:1.4") ||
 		!strings.HasPrefix(a.Details["report"], "https://kubecrew.example.com/core/api/v1/investigations/") ||
-		!strings.HasSuffix(a.Details["report"], "/report") || a.Details["fingerprint"] != "fpA" {
+		!strings.HasSuffix(a.Details["report"], "/report") || a.Details["fingerprint"] != soloKey(alert("fpA", "KubePodNotReady", "shop", "firing")) {
 		t.Fatalf("the Opsgenie alert: %+v", a)
 	}
 

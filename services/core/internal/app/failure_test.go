@@ -94,7 +94,7 @@ func TestLostInvestigationIsReclaimed(t *testing.T) {
 	// The agent never answers fp1 while the clock runs past the stale
 	// limit: to the store this is exactly a dispatch whose core died.
 	gate := c.Agent.Gate()
-	_, b := call(t, http.MethodPost, c.URL+"/api/v1/alerts", webhookBody(alert("fp1", "A", "prod", "firing"), alert("fp2", "B", "prod", "firing")))
+	_, b := call(t, http.MethodPost, c.URL+"/api/v1/alerts", webhookBody(alert("fp1", "A", "prod", "firing"), alert("fp2", "B", "staging", "firing")))
 	if !strings.Contains(string(b), `"decision":"busy"`) {
 		t.Fatalf("%s", b)
 	}
@@ -113,13 +113,13 @@ func TestLostInvestigationIsReclaimed(t *testing.T) {
 	}
 	var lost, next invItem
 	for _, i := range invs {
-		if i.Fingerprint == "fp1" {
+		if i.Fingerprint == incidentKey("{}:{}", alert("fp1", "A", "prod", "firing")) {
 			lost = i
 		} else {
 			next = i
 		}
 	}
-	if lost.Status != "failed" || !strings.Contains(lost.Error, "presumed lost") || next.Fingerprint != "fp2" {
+	if lost.Status != "failed" || !strings.Contains(lost.Error, "presumed lost") || next.Fingerprint != incidentKey("{}:{}", alert("fp2", "B", "staging", "firing")) {
 		t.Fatalf("lost %+v next %+v", lost, next)
 	}
 	close(gate)

@@ -21,6 +21,7 @@ import (
 	"github.com/kubecrew/kubecrew/services/core/internal/agenttest"
 	"github.com/kubecrew/kubecrew/services/core/internal/app"
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
+	"github.com/kubecrew/kubecrew/services/core/internal/route"
 )
 
 // clock is a settable test clock.
@@ -169,8 +170,20 @@ func decode[T any](t testing.TB, b []byte) T {
 	return v
 }
 
-// webhookBody builds an Alertmanager v4 webhook for alerts.
+// webhookBody builds an Alertmanager v4 webhook for alerts: one group. A
+// webhook of one alert is that alert's own group (group_by its
+// fingerprint), so tests of one alert's decisions see one incident per
+// alert; groupBody names the group.
 func webhookBody(alerts ...map[string]any) []byte {
+	gk := "{}:{}"
+	if len(alerts) == 1 {
+		gk = fmt.Sprintf("{}:{fingerprint=%q}", alerts[0]["fingerprint"])
+	}
+	return groupBody(gk, alerts...)
+}
+
+// groupBody builds an Alertmanager v4 webhook of group groupKey.
+func groupBody(groupKey string, alerts ...map[string]any) []byte {
 	status := "resolved"
 	for _, a := range alerts {
 		if a["status"] == "firing" {
@@ -178,7 +191,7 @@ func webhookBody(alerts ...map[string]any) []byte {
 		}
 	}
 	b, _ := json.Marshal(map[string]any{
-		"version": "4", "receiver": "core", "status": status, "groupKey": "{}:{}", "alerts": alerts,
+		"version": "4", "receiver": "core", "status": status, "groupKey": groupKey, "alerts": alerts,
 		"groupLabels": map[string]string{}, "commonLabels": map[string]string{}, "commonAnnotations": map[string]string{},
 		"externalURL": "http://am", "truncatedAlerts": 0,
 	})
@@ -196,6 +209,17 @@ func alert(fp, name, ns, status string) map[string]any {
 		"annotations": map[string]string{"summary": name + " on " + fp},
 		"startsAt":    "2026-11-30T11:00:00Z", "endsAt": endsAt, "generatorURL": "http://prom/graph",
 	}
+}
+
+// incidentKey is the correlation key the core gives alert a of group
+// groupKey (README, "Storms"): what its state, investigation and pages hold.
+func incidentKey(groupKey string, a map[string]any) string {
+	return route.DefaultCorrelation().Key(groupKey, a["fingerprint"].(string), a["labels"].(map[string]string), nil)
+}
+
+// soloKey is incidentKey of an alert posted alone (webhookBody of one).
+func soloKey(a map[string]any) string {
+	return incidentKey(fmt.Sprintf("{}:{fingerprint=%q}", a["fingerprint"]), a)
 }
 
 // startHTTP serves a core on a loopback httptest server.

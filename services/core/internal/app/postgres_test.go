@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 	"net/http"
@@ -54,7 +55,8 @@ func replica(t testing.TB, dsn string, agent *agenttest.Agent) *testCore {
 }
 
 // TestTwoReplicasOnePostgres sends the same webhook stream to two core
-// processes sharing one database: every alert is dispatched exactly once.
+// processes sharing one database: every incident (here one alert each, in
+// its own namespace) is dispatched exactly once.
 func TestTwoReplicasOnePostgres(t *testing.T) {
 	t.Parallel()
 	dsn := pgSchema(t)
@@ -70,7 +72,8 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 		// Alertmanager re-sends a group while it fires.
 		var group []map[string]any
 		for j := range 4 {
-			group = append(group, alert(fmt.Sprintf("fp%02d", (i/10+j)%alerts), "KubePodCrashLooping", "prod", "firing"))
+			k := (i/10 + j) % alerts
+			group = append(group, alert(fmt.Sprintf("fp%02d", k), "KubePodCrashLooping", fmt.Sprintf("ns%02d", k), "firing"))
 		}
 		body := webhookBody(group...)
 		for _, u := range []string{srvA, srvB} {
@@ -102,7 +105,7 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 		if t.Failed() {
 			for i := range alerts {
 				fp := fmt.Sprintf("fp%02d", i)
-				st, err := a.Store.GetAlertState(context.Background(), fp)
+				st, err := a.Store.GetAlertState(context.Background(), incidentKey("{}:{}", alert(fp, "KubePodCrashLooping", fmt.Sprintf("ns%02d", i), "firing")))
 				t.Logf("%s runs=%d state=%+v err=%v", fp, agent.RunsFor(fp), st, err)
 			}
 			t.Logf("queued a=%d b=%d", a.Pipeline().Queued(), b.Pipeline().Queued())
@@ -129,5 +132,59 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 	invs, _, err := a.Store.ListInvestigations(context.Background(), store.Page{Limit: 100})
 	if err != nil || len(invs) != alerts {
 		t.Fatalf("%d investigations recorded (%v), want %d", len(invs), err, alerts)
+	}
+}
+
+// TestTwoReplicasCoalesceOneIncident: 400 crash-looping pods of one
+// Deployment, their webhooks split between two replicas on one database
+// and sent twice at once: one investigation, every other alert joined or
+// deduped on it.
+func TestTwoReplicasCoalesceOneIncident(t *testing.T) {
+	t.Parallel()
+	dsn := pgSchema(t)
+	agent := agenttest.New(t, "platform-sre")
+	gate := agent.Gate()
+	a, b := replica(t, dsn, agent), replica(t, dsn, agent)
+	urls := []string{startHTTP(t, a), startHTTP(t, b)}
+	var pods []map[string]any
+	for i := range 400 {
+		pods = append(pods, podAlert("KubePodCrashLooping", "shop", podName("api", i), "", "warning"))
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	decisions := map[string]int{}
+	for round := range 2 {
+		for half := range 2 {
+			body := groupBody(fmt.Sprintf(`{}:{half="%d"}`, half), pods[half*200:(half+1)*200]...)
+			wg.Go(func() {
+				resp, err := http.Post(urls[(half+round)%2]+"/api/v1/alerts", "application/json", bytesReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer resp.Body.Close()
+				var ans answer
+				if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil || resp.StatusCode != 200 {
+					t.Errorf("webhook: %d %v", resp.StatusCode, err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, d := range ans.Decisions {
+					decisions[d.Decision]++
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(gate)
+	a.WaitIdle()
+	b.WaitIdle()
+	if n := len(agent.Runs()); n != 1 || decisions["dispatched"] != 1 || decisions["joined"]+decisions["deduped"] != 799 {
+		t.Fatalf("%d runs, decisions %v: want one dispatched, the other 799 joined or deduped", n, decisions)
+	}
+	invs, _, err := a.Store.ListInvestigations(context.Background(), store.Page{Limit: 10})
+	if err != nil || len(invs) != 1 || invs[0].Fingerprint != "shop/Deployment/api" {
+		t.Fatalf("investigations %+v (%v), want one of incident shop/Deployment/api", invs, err)
 	}
 }

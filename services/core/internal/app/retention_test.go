@@ -35,7 +35,7 @@ func TestRetentionDeletesOldCoreRecords(t *testing.T) {
 
 			_, b, _ := do(t, http.MethodGet, c.URL+"/api/v1/alerts?limit=500", nil)
 			_, ib, _ := do(t, http.MethodGet, c.URL+"/api/v1/investigations?limit=500", nil)
-			_, err := c.Store.GetAlertState(context.Background(), "old00001")
+			_, err := c.Store.GetAlertState(context.Background(), soloKey(alert("old00001", "KubePodCrashLooping", "prod", "firing")))
 			oldGone := !strings.Contains(string(b), "old00001") && !strings.Contains(string(ib), "old00001") && err != nil
 			if tc.kept == oldGone {
 				t.Fatalf("RETENTION=%s: old records gone = %v (state err %v)\ndecisions %s\ninvestigations %s", tc.retention, oldGone, err, b, ib)
@@ -43,7 +43,7 @@ func TestRetentionDeletesOldCoreRecords(t *testing.T) {
 			if !strings.Contains(string(b), "new00001") || !strings.Contains(string(ib), "new00001") {
 				t.Fatalf("new records pruned: %s %s", b, ib)
 			}
-			if _, err := c.Store.GetAlertState(context.Background(), "new00001"); err != nil {
+			if _, err := c.Store.GetAlertState(context.Background(), soloKey(alert("new00001", "KubePodCrashLooping", "prod", "firing"))); err != nil {
 				t.Fatalf("new alert state: %v", err)
 			}
 		})

@@ -13,8 +13,9 @@ import (
 )
 
 // TestStorm is an alert storm: 10,000 webhooks carrying six standing
-// alerts (and, from the middle on, a seventh, fresh one) must make exactly
-// seven investigations — one per alert — with every request answered 2xx
+// alerts of one group and namespace (one incident) and, from the middle
+// on, a seventh, fresh one in another namespace must make exactly two
+// investigations — one per incident — with every request answered 2xx
 // and memory bounded. Its speed is logged, not asserted: a wall-clock bound
 // fails on a loaded machine and proves nothing; throughput is measured by
 // BenchmarkWebhookMemory and BenchmarkWebhookPostgres (bench_test.go).
@@ -81,12 +82,12 @@ func TestStorm(t *testing.T) {
 	}
 
 	runs := c.Agent.Runs()
-	perFP := map[string]int{}
+	perKey := map[string]int{}
 	for _, r := range runs {
-		perFP[r.Request.Context["fingerprint"]]++
+		perKey[r.Request.Context["correlation_key"]]++
 	}
-	if len(runs) != 7 || len(perFP) != 7 {
-		t.Fatalf("%d investigations over %d alerts, want exactly 7 (one per alert): %v", len(runs), len(perFP), perFP)
+	if len(runs) != 2 || len(perKey) != 2 {
+		t.Fatalf("%d investigations over %d incidents, want exactly 2 (one per incident): %v", len(runs), len(perKey), perKey)
 	}
 	if q := c.Pipeline().Queued(); q != 0 {
 		t.Errorf("%d alerts still queued", q)

@@ -104,7 +104,8 @@ func TestOneBadAlertBlocksNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			c := newCore(t, coreOpts{store: tc.store(t)})
-			good := func(fp string) map[string]any { return alert(fp, "KubePodCrashLooping", "prod", "firing") }
+			// The two good alerts are two incidents (two namespaces).
+			good := func(fp string) map[string]any { return alert(fp, "KubePodCrashLooping", "prod-"+fp, "firing") }
 			bad := func(mut func(a map[string]any)) map[string]any {
 				a := good("bad")
 				mut(a)

@@ -118,9 +118,26 @@ func (d *Dispatcher) Start(job Job) {
 	d.o.Metrics.InvestigationsDoing.Inc()
 	go func() {
 		defer d.wg.Done()
-		defer d.o.Metrics.InvestigationsDoing.Dec()
 		d.investigate(job)
 	}()
+}
+
+// Go runs fn in the background as part of the dispatcher's work: Wait and
+// Close wait for it too. It refuses (false) once the dispatcher is closed.
+// The pipeline's drains run here, so "idle" covers the investigations a
+// drain is about to start.
+func (d *Dispatcher) Go(fn func()) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		fn()
+	}()
+	return true
 }
 
 func (d *Dispatcher) investigate(job Job) {
@@ -132,6 +149,9 @@ func (d *Dispatcher) investigate(job Job) {
 	defer cancel()
 	log.Info("investigation dispatched")
 	res, err := d.call(ctx, log, job)
+	// The gauge counts calls to agents: what is queued waits in the
+	// pipeline's queue, not here.
+	d.o.Metrics.InvestigationsDoing.Dec()
 	if err != nil {
 		d.o.Metrics.AgentRequests.WithLabelValues(job.Agent, "run", "error").Inc()
 	} else {

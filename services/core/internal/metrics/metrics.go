@@ -13,7 +13,11 @@ const namespace, subsystem = "kubecrew", "core"
 
 // Decisions lists every alert decision, so each series exists from the
 // start (a rate over a series that appears late is wrong).
-var Decisions = []string{"dispatched", "deduped", "cooldown", "busy", "ignored", "resolved", "rejected"}
+var Decisions = []string{"dispatched", "deduped", "cooldown", "busy", "ignored", "resolved", "rejected", "joined", "dropped"}
+
+// Severities are the severity label values queue drops are counted by
+// (any other value counts as "other", none as "none").
+var Severities = []string{"critical", "error", "warning", "info", "none", "other"}
 
 // Metrics are the core's metrics.
 type Metrics struct {
@@ -26,6 +30,8 @@ type Metrics struct {
 	InvestigationsDoing prometheus.Gauge         //
 	StoreErrors         *prometheus.CounterVec   // {op}
 	AgentRequests       *prometheus.CounterVec   // {agent, endpoint, outcome}
+	QueueDropped        *prometheus.CounterVec   // {reason, severity}
+	Queued              *prometheus.GaugeVec     // {agent}
 }
 
 // New creates and registers the metrics on reg (nil: a new registry).
@@ -36,7 +42,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: subsystem, Name: "alert_decisions_total",
-			Help: "Alert decisions by decision (dispatched, deduped, cooldown, busy, ignored, resolved).",
+			Help: "Alert decisions by decision (dispatched, deduped, cooldown, busy, ignored, resolved, rejected, joined, dropped).",
 		}, []string{"decision"}),
 		WebhookRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: subsystem, Name: "webhook_requests_total",
@@ -62,8 +68,16 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"agent"}),
 		InvestigationsDoing: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Subsystem: subsystem, Name: "investigations_in_flight",
-			Help: "Alert investigations this core process is waiting on.",
+			Help: "Alert investigations this core process is waiting on (calls to agents, not queued incidents).",
 		}),
+		QueueDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Subsystem: subsystem, Name: "queue_dropped_total",
+			Help: "Incidents dropped from an agent's full busy queue, by reason and severity (the lowest severity goes first).",
+		}, []string{"reason", "severity"}),
+		Queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Subsystem: subsystem, Name: "queued_incidents",
+			Help: "Incidents waiting in an agent's busy queue in this core process.",
+		}, []string{"agent"}),
 		StoreErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Subsystem: subsystem, Name: "store_errors_total",
 			Help: "Store operations that failed, by operation.",
@@ -74,9 +88,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"agent", "endpoint", "outcome"}),
 	}
 	reg.MustRegister(m.Decisions, m.WebhookRequests, m.WebhookDuration, m.WebhookAlerts, m.Investigations,
-		m.InvestigationTime, m.InvestigationsDoing, m.StoreErrors, m.AgentRequests)
+		m.InvestigationTime, m.InvestigationsDoing, m.StoreErrors, m.AgentRequests, m.QueueDropped, m.Queued)
 	for _, d := range Decisions {
 		m.Decisions.WithLabelValues(d)
+	}
+	for _, s := range Severities {
+		m.QueueDropped.WithLabelValues("queue_full", s)
 	}
 	buildinfo.Register(reg, "core")
 	return m
@@ -92,5 +109,6 @@ func (m *Metrics) InitAgents(slugs []string) {
 		for _, o := range []string{"ok", "error"} {
 			m.AgentRequests.WithLabelValues(a, "run", o)
 		}
+		m.Queued.WithLabelValues(a)
 	}
 }

@@ -1,7 +1,10 @@
-// Package pipeline is the core's alert path, in stages: route → decide
-// (pure, run atomically by the store) → record → dispatch. The webhook
-// handler feeds it decoded messages; the dispatcher tells it when an agent
-// frees a slot, and it dispatches the oldest queued alert.
+// Package pipeline is the core's alert path, in stages: route → correlate
+// → decide (pure, run atomically by the store) → record → dispatch. The
+// alerts that share a correlation key are one incident (README, "Storms"):
+// one investigation with all of them in its context, later ones joining
+// it. The webhook handler feeds it decoded messages; the dispatcher tells
+// it when an agent frees a slot, and it dispatches the oldest queued
+// incident.
 package pipeline
 
 import (
@@ -29,8 +32,11 @@ type Store interface {
 }
 
 // Starter starts an investigation in the background (*dispatch.Dispatcher).
+// Go runs fn in the background as part of the starter's work (waited for
+// by the same Wait, refused once it is closed): the drains.
 type Starter interface {
 	Start(job dispatch.Job)
+	Go(fn func()) bool
 }
 
 // Options configure a Pipeline.
@@ -60,10 +66,18 @@ type Options struct {
 
 // Pipeline decides and dispatches alerts.
 type Pipeline struct {
-	o      Options
-	queue  *queue
-	mu     sync.Mutex
-	drains map[string]*sync.Mutex
+	o       Options
+	queue   *queue
+	running running
+	nodes   nodes
+	mu      sync.Mutex
+	drains  map[string]*sync.Mutex
+	// draining: agents with a drain goroutine; again: asked once more.
+	draining map[string]bool
+	again    map[string]bool
+	// deciding holds the body of each firing alert while it is decided,
+	// so a slot freed meanwhile dispatches it with its labels.
+	deciding map[string]queued
 }
 
 // New returns a Pipeline.
@@ -83,7 +97,8 @@ func New(o Options) *Pipeline {
 	if o.Background == nil {
 		o.Background = context.Background()
 	}
-	return &Pipeline{o: o, queue: newQueue(), drains: map[string]*sync.Mutex{}}
+	return &Pipeline{o: o, queue: newQueue(o.Routes.QueueMax), drains: map[string]*sync.Mutex{},
+		draining: map[string]bool{}, again: map[string]bool{}, deciding: map[string]queued{}}
 }
 
 // Process decides every alert of one webhook, in order. A malformed alert
@@ -96,6 +111,7 @@ func New(o Options) *Pipeline {
 func (p *Pipeline) Process(ctx context.Context, m webhook.Message) ([]store.AlertDecision, error) {
 	out := make([]store.AlertDecision, 0, len(m.Alerts))
 	p.o.Metrics.WebhookAlerts.Add(float64(len(m.Alerts)))
+	incs := p.incidents(m)
 	for i, a := range m.Alerts {
 		if why := a.Problem(); why != "" {
 			d, err := p.reject(ctx, i, a, why)
@@ -106,7 +122,7 @@ func (p *Pipeline) Process(ctx context.Context, m webhook.Message) ([]store.Aler
 			out = append(out, d)
 			continue
 		}
-		d, err := p.one(ctx, a)
+		d, err := p.one(ctx, a, incs[i])
 		if err != nil {
 			p.o.Metrics.StoreErrors.WithLabelValues("apply_alert").Inc()
 			return out, fmt.Errorf("alerts[%d] (fingerprint %s): record decision: %w", i, a.Fingerprint, err)
@@ -137,51 +153,135 @@ func (p *Pipeline) reject(ctx context.Context, i int, a webhook.Alert, why strin
 	return d, nil
 }
 
-func (p *Pipeline) one(ctx context.Context, a webhook.Alert) (store.AlertDecision, error) {
-	target := p.o.Routes.Match(a.Labels)
+func (p *Pipeline) one(ctx context.Context, a webhook.Alert, inc *incident) (store.AlertDecision, error) {
+	target := inc.target
 	// The hash sees the whole alert (a changed annotation is new
 	// information); what is kept — queued, stored, sent — is bounded.
-	hash := a.ContentHash()
+	hash := incidentHash(a, inc.kind, a.ContentHash())
 	a = Bound(a)
+	others := inc.firing
+	if a.Status == decide.StatusFiring {
+		others--
+	}
 	in := decide.Input{
 		Alert: decide.Alert{Fingerprint: a.Fingerprint, Alertname: a.Alertname(), Status: a.Status, Hash: hash},
 		Route: decide.Route{Agent: target.Agent, Cooldown: target.Cooldown, MaxInFlight: target.MaxInFlight,
 			Ignored: target.Ignored, IgnoreReason: target.Reason},
-		Now:        p.o.Now(),
-		DecisionID: p.o.NewID(),
-		NewID:      p.o.NewID(),
-		StaleAfter: p.o.StaleAfter,
+		Key:          inc.key,
+		NewMember:    p.running.joins(inc.key, a.Fingerprint),
+		OthersFiring: others,
+		Now:          p.o.Now(),
+		DecisionID:   p.o.NewID(),
+		NewID:        p.o.NewID(),
+		StaleAfter:   p.o.StaleAfter,
 	}
 	fn := func(prev store.AlertState, ok bool, n int) (store.AlertDecision, store.AlertState) {
 		in := in
 		in.Prev, in.Known, in.AgentInFlight = prev, ok, n
 		return decide.Decide(in)
 	}
-	// The body is remembered before deciding: a slot freed while this
-	// decision is recorded may retry the alert before ApplyAlert returns.
+	body := queued{key: inc.key, alert: a, target: target, hash: hash, inc: inc.inc, sev: inc.sev}
+	// The body is remembered while deciding: a slot freed while this
+	// decision is recorded may retry the incident before ApplyAlert returns.
 	if a.Status == decide.StatusFiring && !target.Ignored {
-		p.queue.put(a.Fingerprint, queued{alert: a, target: target, hash: hash})
+		p.setDeciding(body)
+		defer p.unsetDeciding(inc.key)
 	}
-	d, err := p.o.Store.ApplyAlert(ctx, a.Fingerprint, target.Agent, fn, p.mkInv(a, in.Now))
+	d, err := p.o.Store.ApplyAlert(ctx, inc.key, target.Agent, fn, p.mkInv(a, in.Now))
 	if err != nil {
 		return store.AlertDecision{}, err
 	}
 	p.o.Metrics.Decisions.WithLabelValues(d.Decision).Inc()
-	p.o.Log.Debug("alert decided", zap.String("fingerprint", d.Fingerprint), zap.String("alertname", d.Alertname),
+	p.o.Log.Debug("alert decided", zap.String("fingerprint", d.Fingerprint), zap.String("alertname", d.Alertname), zap.String("incident", inc.key),
 		zap.String("decision", d.Decision), zap.String("agent", d.Agent), zap.String("reason", d.Reason))
-	if d.Decision != decide.Busy {
-		p.queue.del(a.Fingerprint)
-	}
-	if d.Decision == decide.Dispatched {
-		p.start(d, a)
-	}
-	if d.Decision == decide.Resolved && p.o.Resolved != nil {
-		p.o.Resolved.Resolved(a.Fingerprint)
-	}
-	if d.Decision == decide.Resolved && p.o.Escalate != nil {
-		p.o.Escalate.AlertResolved(ctx, a.Fingerprint)
+	switch d.Decision {
+	case decide.Dispatched:
+		p.queue.del(target.Agent, inc.key)
+		p.running.add(inc.key, a.Fingerprint, true)
+		p.start(d, body)
+	case decide.Joined:
+		p.running.add(inc.key, a.Fingerprint, false)
+	case decide.Busy:
+		return p.enqueue(ctx, d, body)
+	case decide.Resolved:
+		if others <= 0 {
+			p.queue.del(target.Agent, inc.key)
+			p.closed(ctx, inc.key)
+		}
 	}
 	return d, nil
+}
+
+// closed tells the chat follow-up and the escalation that an incident
+// resolved (its key is what the investigation and its pages hold).
+func (p *Pipeline) closed(ctx context.Context, key string) {
+	if p.o.Resolved != nil {
+		p.o.Resolved.Resolved(key)
+	}
+	if p.o.Escalate != nil {
+		p.o.Escalate.AlertResolved(ctx, key)
+	}
+}
+
+// enqueue puts a busy incident in its agent's queue. A full queue drops
+// its lowest severity: this incident (its decision becomes dropped) or
+// the one it displaces (which gets a dropped decision of its own).
+func (p *Pipeline) enqueue(ctx context.Context, d store.AlertDecision, v queued) (store.AlertDecision, error) {
+	agent := v.target.Agent
+	victim, self := p.queue.put(agent, v, p.o.Routes.Correlation.MaxListed)
+	defer func() { p.o.Metrics.Queued.WithLabelValues(agent).Set(float64(p.queue.lenOf(agent))) }()
+	if self {
+		return p.drop(ctx, v, fmt.Sprintf("busy queue of %s full (%d incidents, queue.max_per_agent): dropped, severity %q is the lowest", agent, p.queue.max, v.alert.Labels["severity"]))
+	}
+	if victim != nil {
+		if _, err := p.drop(ctx, *victim, fmt.Sprintf("busy queue of %s full (%d incidents, queue.max_per_agent): dropped for incident %s of a higher severity", agent, p.queue.max, v.key)); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// drop records an incident dropped from a full queue: no longer pending,
+// counted in kubecrew_core_queue_dropped_total.
+func (p *Pipeline) drop(ctx context.Context, v queued, why string) (store.AlertDecision, error) {
+	in := decide.Input{
+		Alert: decide.Alert{Fingerprint: v.alert.Fingerprint, Alertname: v.alert.Alertname(), Status: decide.StatusFiring},
+		Route: decide.Route{Agent: v.target.Agent}, Key: v.key, Now: p.o.Now(), DecisionID: p.o.NewID(),
+	}
+	fn := func(prev store.AlertState, ok bool, _ int) (store.AlertDecision, store.AlertState) {
+		in := in
+		in.Prev, in.Known = prev, ok
+		return decide.Drop(in, why)
+	}
+	d, err := p.o.Store.ApplyAlert(ctx, v.key, v.target.Agent, fn, nil)
+	if err != nil {
+		return store.AlertDecision{}, err
+	}
+	p.o.Metrics.Decisions.WithLabelValues(d.Decision).Inc()
+	if d.Decision == decide.Dropped {
+		p.o.Metrics.QueueDropped.WithLabelValues("queue_full", severityLabel(v.alert.Labels["severity"])).Inc()
+		p.o.Log.Warn("incident dropped from a full busy queue", zap.String("incident", v.key), zap.String("agent", v.target.Agent), zap.String("reason", why))
+	}
+	return d, nil
+}
+
+func (p *Pipeline) setDeciding(v queued) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.deciding[v.key] = v
+}
+
+func (p *Pipeline) unsetDeciding(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.deciding, key)
+}
+
+func (p *Pipeline) decidingBody(key string) (queued, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.deciding[key]
+	return v, ok
 }
 
 func (p *Pipeline) mkInv(a webhook.Alert, now time.Time) func(store.AlertDecision) *store.Investigation {
@@ -196,13 +296,15 @@ func (p *Pipeline) mkInv(a webhook.Alert, now time.Time) func(store.AlertDecisio
 	}
 }
 
-func (p *Pipeline) start(d store.AlertDecision, a webhook.Alert) {
+func (p *Pipeline) start(d store.AlertDecision, v queued) {
+	a := v.alert
+	key := v.key
 	p.o.Starter.Start(dispatch.Job{
 		InvestigationID: d.InvestigationID,
 		Agent:           d.Agent,
-		Fingerprint:     a.Fingerprint,
+		Fingerprint:     key,
 		Alertname:       a.Alertname(),
-		Task:            Task(a),
+		Task:            Task(a, v.inc),
 		Alert:           AlertJSON(a),
 		Context: map[string]string{
 			"alertname":        a.Alertname(),
@@ -210,79 +312,14 @@ func (p *Pipeline) start(d store.AlertDecision, a webhook.Alert) {
 			"fingerprint":      a.Fingerprint,
 			"alert":            AlertContext(a),
 			"investigation_id": d.InvestigationID,
+			"correlation_key":  key,
+			"incident":         incidentContext(key, v.inc),
 		},
-		Done: p.drainAfter,
+		Done: func(agent string) {
+			p.running.end(key)
+			p.kick(agent)
+		},
 	})
-}
-
-// drainAfter offers the slot a finished investigation freed to agent's
-// queued alerts.
-func (p *Pipeline) drainAfter(agent string) { p.Drain(p.o.Background, agent) }
-
-func (p *Pipeline) drainLock(agent string) *sync.Mutex {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	l, ok := p.drains[agent]
-	if !ok {
-		l = &sync.Mutex{}
-		p.drains[agent] = l
-	}
-	return l
-}
-
-// Drain offers agent's free slots to its queued alerts, oldest first, until
-// the agent is busy again or nothing is queued.
-func (p *Pipeline) Drain(ctx context.Context, agent string) {
-	l := p.drainLock(agent)
-	l.Lock()
-	defer l.Unlock()
-	pend, err := p.o.Store.PendingAlerts(ctx, agent)
-	if err != nil {
-		p.o.Metrics.StoreErrors.WithLabelValues("pending_alerts").Inc()
-		p.o.Log.Warn("could not list queued alerts", zap.String("agent", agent), zap.Error(err))
-		return
-	}
-	for _, st := range pend {
-		q, ok := p.queue.get(st.Fingerprint)
-		if !ok {
-			// Queued by another replica (or past the bound): dispatch from
-			// the state alone.
-			q = queued{
-				alert: webhook.Alert{Status: decide.StatusFiring, Fingerprint: st.Fingerprint,
-					Labels: map[string]string{"alertname": st.Alertname}},
-				target: route.Target{Agent: agent, Cooldown: p.o.Routes.Default.Cooldown, MaxInFlight: p.o.Routes.MaxInFlightOf(agent)},
-			}
-		}
-		a := q.alert
-		a.Status = decide.StatusFiring
-		in := decide.Input{
-			Alert: decide.Alert{Fingerprint: st.Fingerprint, Alertname: st.Alertname, Status: decide.StatusFiring, Hash: q.hash},
-			Route: decide.Route{Agent: agent, Cooldown: q.target.Cooldown, MaxInFlight: q.target.MaxInFlight},
-			Now:   p.o.Now(), DecisionID: p.o.NewID(), NewID: p.o.NewID(), StaleAfter: p.o.StaleAfter,
-		}
-		if !ok {
-			in.Alert.Hash = st.ContentHash
-		}
-		fn := func(prev store.AlertState, known bool, n int) (store.AlertDecision, store.AlertState) {
-			in := in
-			in.Prev, in.Known, in.AgentInFlight = prev, known, n
-			return decide.Retry(in)
-		}
-		d, err := p.o.Store.ApplyAlert(ctx, st.Fingerprint, agent, fn, p.mkInv(a, in.Now))
-		if err != nil {
-			p.o.Metrics.StoreErrors.WithLabelValues("apply_alert").Inc()
-			p.o.Log.Warn("could not retry a queued alert", zap.String("agent", agent), zap.String("fingerprint", st.Fingerprint), zap.Error(err))
-			return
-		}
-		p.o.Metrics.Decisions.WithLabelValues(d.Decision).Inc()
-		switch d.Decision {
-		case decide.Dispatched:
-			p.queue.del(st.Fingerprint)
-			p.start(d, a)
-		case decide.Busy:
-			return // the agent is full again
-		}
-	}
 }
 
 // DrainAll drains every agent alerts can reach (at start-up, and on a timer

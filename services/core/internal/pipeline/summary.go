@@ -110,8 +110,9 @@ func marshal(d alertDoc) string {
 	return string(b)
 }
 
-// Task is the instruction an agent gets for an alert.
-func Task(a webhook.Alert) string {
+// Task is the instruction an agent gets for an alert and the incident it
+// leads (README, "Storms").
+func Task(a webhook.Alert, inc members) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Alertmanager alert %s is firing", safetext.Clean(a.Alertname(), 120))
 	if ns := a.Namespace(); ns != "" {
@@ -138,6 +139,9 @@ func Task(a webhook.Alert) string {
 	if len(objs) > 0 {
 		sort.Strings(objs)
 		fmt.Fprintf(&b, " Labels: %s.", strings.Join(objs, ", "))
+	}
+	if inc.total > 1 {
+		fmt.Fprintf(&b, " It is one of %d alerts of one incident (context.incident lists them, context.correlation_key names it): find their common cause once, not each alert.", inc.total)
 	}
 	b.WriteString(" Triage it with your read-only tools: find the cause, record what you find with report_finding, and delegate at most one remediable finding. The full alert is in context.alert.")
 	return b.String()

@@ -72,7 +72,7 @@ func TestTask(t *testing.T) {
 	t.Parallel()
 	a := sample()
 	a.Annotations["description"] = "line one\nline two \x1b[2J"
-	got := Task(a)
+	got := Task(a, members{})
 	for _, want := range []string{"KubePodCrashLooping is firing in namespace prod (severity critical) since 2026-11-29T23:39:23Z.",
 		"Summary: Pod prod/api-1 is crash looping.", "Description: line one line two [2J.", "Labels: pod=api-1.", "delegate at most one remediable finding"} {
 		if !strings.Contains(got, want) {

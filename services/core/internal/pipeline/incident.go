@@ -1,0 +1,232 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/safetext"
+	"github.com/kubecrew/kubecrew/services/core/internal/route"
+	"github.com/kubecrew/kubecrew/services/core/internal/webhook"
+)
+
+// members are an incident's alerts as an investigation's context lists
+// them: at most maxListed, the rest counted.
+type members struct {
+	listed []string
+	total  int
+}
+
+func (m *members) add(line string, maxListed int) {
+	m.total++
+	if len(m.listed) < maxListed {
+		m.listed = append(m.listed, line)
+	}
+}
+
+func (m *members) merge(o members, maxListed int) {
+	for _, l := range o.listed {
+		m.add(l, maxListed)
+	}
+	m.total += o.total - len(o.listed)
+}
+
+// memberLine names one alert in an incident's list: its alertname and
+// what it is about (namespace/pod, the node, the instance), tab-separated.
+func memberLine(a webhook.Alert) string {
+	what := ""
+	switch l := a.Labels; {
+	case l["pod"] != "":
+		what = l["namespace"] + "/" + l["pod"]
+	case l["node"] != "":
+		what = "node " + l["node"]
+	case l["instance"] != "":
+		what = l["instance"]
+	default:
+		what = l["namespace"]
+	}
+	return safetext.Clean(a.Alertname(), 60) + "\t" + safetext.Clean(what, 80)
+}
+
+// incident is one correlation key's part of a webhook.
+type incident struct {
+	key    string
+	kind   string // route.Key*: what made the key
+	target route.Target
+	firing int
+	inc    members
+	sev    int
+}
+
+// incidents keys every alert of m (index → incident; nil for a malformed
+// alert). Node-level alerts are read first, so a pod alert of a lost node
+// in the same webhook joins the node's incident.
+func (p *Pipeline) incidents(m webhook.Message) []*incident {
+	c := p.o.Routes.Correlation
+	now := p.o.Now()
+	if c.Uses(route.KeyNode) {
+		for _, a := range m.Alerts {
+			if a.Problem() == "" && a.Status == "firing" && a.Labels["node"] != "" && c.NodeLevel(a.Alertname()) {
+				p.nodes.mark(a.Labels["node"], now)
+			}
+		}
+	}
+	down := func(n string) bool { return p.nodes.down(n, now, p.o.Routes.Default.Cooldown) }
+	out := make([]*incident, len(m.Alerts))
+	byKey := map[string]*incident{}
+	for i, a := range m.Alerts {
+		if a.Problem() != "" {
+			continue
+		}
+		t := p.o.Routes.Match(a.Labels)
+		key := "alert/" + a.Fingerprint
+		if !t.Ignored { // an ignored alert never joins a real incident
+			key = c.Key(m.GroupKey, a.Fingerprint, a.Labels, down)
+		}
+		inc, ok := byKey[key]
+		if !ok {
+			inc = &incident{key: key, kind: keyKind(key), target: t}
+			byKey[key] = inc
+		}
+		if a.Status == "firing" {
+			inc.firing++
+			inc.inc.add(memberLine(a), c.MaxListed)
+			inc.sev = max(inc.sev, severityRank(a.Labels["severity"]))
+		}
+		out[i] = inc
+	}
+	return out
+}
+
+func keyKind(key string) string {
+	switch {
+	case strings.HasPrefix(key, "alert/"):
+		return route.KeyAlert
+	case strings.HasPrefix(key, "node/"):
+		return route.KeyNode
+	case strings.Contains(key, "/group/"):
+		return route.KeyGroup
+	}
+	return route.KeyOwner
+}
+
+// incidentHash is what "changed" means for a standing incident: the
+// alert's whole content when it is its own incident; for a shared key the
+// alertname and severity (each pod's annotations differ, the incident
+// does not).
+func incidentHash(a webhook.Alert, kind, content string) string {
+	if kind == route.KeyAlert {
+		return content
+	}
+	h := sha256.Sum256([]byte(a.Alertname() + "\x00" + a.Labels["severity"]))
+	return hex.EncodeToString(h[:12])
+}
+
+// incidentContext is context.incident: the key, how many alerts, and the
+// listed ones by alertname, under MaxAlertContext characters (fewer are
+// listed when they do not fit; "more" counts the rest).
+func incidentContext(key string, m members) string {
+	type doc struct {
+		Key    string              `json:"key"`
+		Alerts int                 `json:"alerts"`
+		Listed map[string][]string `json:"listed"`
+		More   int                 `json:"more,omitempty"`
+	}
+	for n := len(m.listed); ; n-- {
+		d := doc{Key: key, Alerts: m.total, Listed: map[string][]string{}, More: m.total - n}
+		for _, l := range m.listed[:n] {
+			name, what, _ := strings.Cut(l, "\t")
+			d.Listed[name] = append(d.Listed[name], what)
+		}
+		b, _ := json.Marshal(d)
+		if len([]rune(string(b))) <= MaxAlertContext || n == 0 {
+			return string(b)
+		}
+	}
+}
+
+// maxMembers bounds the fingerprints remembered per running incident
+// (past it, a repeat is recorded joined again, never lost).
+const maxMembers = 4096
+
+// running remembers, per incident whose investigation this process runs,
+// which alerts are already part of it: a repeat is deduped, a new one
+// joins.
+type running struct {
+	mu sync.Mutex
+	m  map[string]map[string]struct{} // key → fingerprints
+}
+
+func (r *running) add(key, fp string, fresh bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]map[string]struct{}{}
+	}
+	s := r.m[key]
+	if s == nil || fresh {
+		s = map[string]struct{}{}
+		r.m[key] = s
+	}
+	if len(s) < maxMembers {
+		s[fp] = struct{}{}
+	}
+}
+
+// joins reports whether fp would join key's running investigation: this
+// process started it and fp is not part of it yet. Another replica's
+// investigation is unknown here: its alerts are deduped, not joined.
+func (r *running) joins(key, fp string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.m[key]
+	if !ok {
+		return false
+	}
+	_, in := s[fp]
+	return !in
+}
+
+func (r *running) end(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.m, key)
+}
+
+// maxNodes bounds the lost nodes remembered.
+const maxNodes = 1024
+
+// nodes remembers nodes a node-level alert fired for, so pod alerts on
+// them join the node's incident for a cooldown.
+type nodes struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+func (n *nodes) mark(node string, at time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.m == nil {
+		n.m = map[string]time.Time{}
+	}
+	if _, ok := n.m[node]; !ok && len(n.m) >= maxNodes {
+		oldest := ""
+		for k, t := range n.m {
+			if oldest == "" || t.Before(n.m[oldest]) {
+				oldest = k
+			}
+		}
+		delete(n.m, oldest)
+	}
+	n.m[node] = at
+}
+
+func (n *nodes) down(node string, now time.Time, within time.Duration) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t, ok := n.m[node]
+	return ok && now.Sub(t) < within
+}
