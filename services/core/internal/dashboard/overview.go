@@ -58,7 +58,7 @@ type kindCount struct {
 }
 
 // decisionKinds are the decisions in the order the overview counts them.
-var decisionKinds = []string{"dispatched", "busy", "deduped", "cooldown", "resolved", "ignored", "rejected"}
+var decisionKinds = []string{"dispatched", "joined", "busy", "dropped", "deduped", "cooldown", "resolved", "ignored", "rejected"}
 
 // gather runs the reads of a page concurrently and collects what failed.
 type gather struct {
