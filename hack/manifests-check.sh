@@ -12,7 +12,8 @@
 #      schema, defaulting, admission and PodSecurity "restricted" warnings.
 #   3. the base RBAC and admission policy applied for real, then the API
 #      server's authorizer asked (kubectl auth can-i --as=<ServiceAccount>):
-#      no ServiceAccount reads Secrets; only Sol patches Deployments; Noor
+#      no ServiceAccount reads Secrets; only Sol patches Deployments and
+#      evicts pods (create pods/eviction, never delete pods); Noor
 #      changes nothing; the core can do nothing. And the admission policy
 #      refuses Sol restarting a kubecrew Deployment while letting
 #      him restart an ordinary one.
@@ -265,6 +266,7 @@ judge() { # sa file
       if (sa == "kubecrew-core") { print res " [" v "] (the core needs no cluster access)"; next }
       if (v == "get" || v == "list" || v == "watch") next
       if (sa == "agent-k8s-engineer" && v == "patch" && res == "deployments.apps") next
+      if (sa == "agent-k8s-engineer" && v == "create" && res == "pods/eviction") next
       print res " [" v "]"
     }' "$2" | paste -sd, -
 }
@@ -279,6 +281,8 @@ for sa in kubecrew-core "${agents[@]}"; do
 done
 [[ -s $WORK/rules.agent-k8s-engineer ]] && grep -qx 'deployments.apps patch' "$WORK/rules.agent-k8s-engineer" ||
   fail "Sol's rules do not include patch on deployments.apps"
+grep -qx 'pods/eviction create' "$WORK/rules.agent-k8s-engineer" 2>/dev/null ||
+  fail "Sol's rules do not include create on pods/eviction (the eviction restart)"
 # spot checks: single requests, as a client would make them
 for sa in kubecrew-core "${agents[@]}"; do
   expect no "$sa" list secrets all
@@ -288,13 +292,16 @@ for sa in "${agents[@]}"; do
   expect yes "$sa" list pods all
   want=no; [[ $sa == agent-k8s-engineer ]] && want=yes
   expect "$want" "$sa" patch deployments.apps default
+  expect "$want" "$sa" create pods/eviction default
 done
+expect no agent-k8s-engineer delete pods default
+expect no agent-k8s-engineer create pods default
 expect no agent-k8s-engineer patch statefulsets.apps default
 expect no agent-k8s-engineer delete deployments.apps default
 expect no agent-platform-sre patch pods all
 expect no agent-platform-sre delete deployments.apps all
 expect no kubecrew-core get pods "$NS"
-[[ ${#failures[@]} -eq $nfail ]] && ok "authorizer: rules of 6 ServiceAccounts and $rbac_ok can-i answers as designed (no Secrets; only Sol patches Deployments; Noor read-only; core nothing)"
+[[ ${#failures[@]} -eq $nfail ]] && ok "authorizer: rules of 6 ServiceAccounts and $rbac_ok can-i answers as designed (no Secrets; only Sol patches Deployments and evicts pods; Noor read-only; core nothing)"
 
 # ---- 3c. the admission policy keeps Sol off the fleet --------------------------
 # Two Deployments for real: Noor's (part-of=kubecrew) and an ordinary one.

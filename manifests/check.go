@@ -155,7 +155,7 @@ func clusterScoped(kind string) bool {
 var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}
 
 // checkRBAC: no rule mentions Secrets or wildcards; every rule is read-only
-// except exactly one: patch on apps/deployments, bound to Sol alone; nothing
+// except the rollout restart's two (restartRule), bound to Sol alone; nothing
 // is bound to the core.
 func checkRBAC(r *Render, p *problems) {
 	writers := map[string]bool{} // role refs granting writes
@@ -194,9 +194,8 @@ func checkRBAC(r *Render, p *problems) {
 				continue // leader-election bookkeeping, not a change to anything the fleet watches
 			}
 			writers[role.Kind+"/"+role.Metadata.Name] = true
-			if !slices.Equal(writes, []string{"patch"}) || !slices.Equal(rule.Verbs, []string{"patch"}) ||
-				!slices.Equal(rule.APIGroups, []string{"apps"}) || !slices.Equal(rule.Resources, []string{"deployments"}) {
-				p.addf("%s: grants %v on %v/%v; the only write allowed is patch on apps/deployments (rollout restart)", rref, rule.Verbs, rule.APIGroups, rule.Resources)
+			if !restartRule(rule) {
+				p.addf("%s: grants %v on %v/%v; the only writes allowed are patch on apps/deployments and create on pods/eviction (rollout restart)", rref, rule.Verbs, rule.APIGroups, rule.Resources)
 			}
 		}
 	}
@@ -220,10 +219,22 @@ func checkRBAC(r *Render, p *problems) {
 				p.addf("%s: binds the core, which needs no cluster access", b.Ref())
 			}
 			if writers[b.RoleRef.Kind+"/"+b.RoleRef.Name] && s.Name != "agent-"+ActorSlug {
-				p.addf("%s: grants a write to %s; only agent-%s may patch", b.Ref(), s.Name, ActorSlug)
+				p.addf("%s: grants a write to %s; only agent-%s may restart (patch, evict)", b.Ref(), s.Name, ActorSlug)
 			}
 		}
 	}
+}
+
+// restartRule reports whether rule is one of the rollout restart's two
+// writes (README.md, "Restarts that stick"): patch on apps/deployments (the
+// restartedAt annotation), or create on pods/eviction (evicting a GitOps-
+// applied workload's pods one at a time) — each alone in its rule.
+func restartRule(rule Rule) bool {
+	one := func(verb, group, res string) bool {
+		return slices.Equal(rule.Verbs, []string{verb}) && slices.Equal(rule.APIGroups, []string{group}) &&
+			slices.Equal(rule.Resources, []string{res}) && len(rule.ResourceNames) == 0
+	}
+	return one("patch", "apps", "deployments") || one("create", "", "pods/eviction")
 }
 
 // pulseLeaseRule reports whether rule is the pulse leader's: in a

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -330,7 +331,17 @@ func TestChecksCatch(t *testing.T) {
 		}, "mentions secrets"},
 		{"reader writes pods", "", func(r *Render) {
 			r.Roles[0].Rules[0].Verbs = append(r.Roles[0].Rules[0].Verbs, "delete")
-		}, "the only write allowed is patch on apps/deployments"},
+		}, "the only writes allowed are patch on apps/deployments and create on pods/eviction"},
+		{"eviction widened to pod deletes", "", func(r *Render) {
+			for i := range r.Roles {
+				for j := range r.Roles[i].Rules {
+					if slices.Contains(r.Roles[i].Rules[j].Resources, "pods/eviction") {
+						r.Roles[i].Rules[j].Resources = []string{"pods/eviction", "pods"}
+						r.Roles[i].Rules[j].Verbs = []string{"create", "delete"}
+					}
+				}
+			}
+		}, "grants [create delete] on []/[pods/eviction pods]"},
 		{"wildcard verb", "", func(r *Render) { r.Roles[0].Rules[0].Verbs = []string{"*"} }, "verb wildcard"},
 		{"Noor may patch", "", func(r *Render) {
 			for i := range r.Bindings {
@@ -338,7 +349,7 @@ func TestChecksCatch(t *testing.T) {
 					r.Bindings[i].Subjects[0].Name = "agent-platform-sre"
 				}
 			}
-		}, "only agent-k8s-engineer may patch"},
+		}, "only agent-k8s-engineer may restart"},
 		{"core bound", "", func(r *Render) {
 			r.Bindings[0].Subjects[0].Name = "kubecrew-core"
 		}, "binds the core"},

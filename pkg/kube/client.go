@@ -62,6 +62,13 @@ type Client struct {
 	host        string // the API server URL, when known
 	// envelope judges every write right before it is made (nil: none).
 	envelope tools.Envelope
+	// restartMode is ROLLOUT_RESTART_MODE (auto, annotation, evict);
+	// evictPoll and evictTimeout pace an eviction restart: how often it
+	// looks again, and how long one pod's eviction (a PodDisruptionBudget
+	// answering 429) or its replacement's readiness may take.
+	restartMode  string
+	evictPoll    time.Duration
+	evictTimeout time.Duration
 }
 
 // WithEnvelope sets the action envelope every write asks first (README.md,
@@ -114,7 +121,8 @@ func WithConfigMapValueKeys(keys []string) Option {
 
 // New wraps an existing clientset (a fake one in tests).
 func New(cs kubernetes.Interface, opts ...Option) *Client {
-	c := &Client{cs: cs, log: zap.NewNop(), now: time.Now, where: "clientset"}
+	c := &Client{cs: cs, log: zap.NewNop(), now: time.Now, where: "clientset", restartMode: RestartAuto,
+		evictPoll: DefaultEvictPoll, evictTimeout: DefaultEvictTimeout}
 	for _, o := range opts {
 		o(c)
 	}
@@ -160,7 +168,8 @@ func Connect(kubeconfig, kubeContext string, log *zap.Logger, opts ...Option) (*
 	}
 	log.Info("cluster client configured", zap.String("source", where), zap.String("host", cfg.Host),
 		zap.Float32("qps", cfg.QPS), zap.Int("burst", cfg.Burst))
-	c := &Client{cs: cs, log: log, now: time.Now, where: where, host: cfg.Host}
+	c := &Client{cs: cs, log: log, now: time.Now, where: where, host: cfg.Host, restartMode: RestartAuto,
+		evictPoll: DefaultEvictPoll, evictTimeout: DefaultEvictTimeout}
 	for _, o := range opts {
 		o(c)
 	}

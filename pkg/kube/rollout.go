@@ -74,7 +74,7 @@ func (c *Client) Rollout(ctx context.Context, a RolloutArgs) (string, error) {
 	case RolloutHistory:
 		return c.rolloutHistory(ctx, ref)
 	case RolloutRestart:
-		return c.write(ctx, RolloutRestart, ref, c.restartPatch)
+		return c.restart(ctx, ref)
 	case RolloutPause, RolloutResume:
 		return c.write(ctx, a.Action, ref, func(ctx context.Context, obj runtime.Object) (types.PatchType, []byte, string, error) {
 			d, ok := obj.(*appsv1.Deployment)
@@ -107,23 +107,39 @@ type patchBuilder func(ctx context.Context, obj runtime.Object) (types.PatchType
 // led here), the scope gate (an autonomous run changes only its delegated
 // workload), a fresh read of the workload, the fleet guard, then the patch.
 func (c *Client) write(ctx context.Context, action string, ref objectRef, build patchBuilder) (string, error) {
-	if err := tools.Check(ctx, tools.Action("k8s.rollout."+action)); err != nil {
-		return "", err
-	}
-	if err := tools.CheckTarget(ctx, ref.kind, ref.namespace, ref.name); err != nil {
-		return "", err
-	}
-	if err := c.avail(); err != nil {
-		return "", err
-	}
-	obj, err := c.getObject(ctx, ref)
+	obj, err := c.guard(ctx, action, ref)
 	if err != nil {
 		return "", err
 	}
+	return c.patch(ctx, action, ref, obj, build)
+}
+
+// guard is what every write asks first, in order: the execution gate for
+// k8s.rollout.<action>, the scope gate, a fresh read of the workload, the
+// fleet guard. It returns the workload as read.
+func (c *Client) guard(ctx context.Context, action string, ref objectRef) (runtime.Object, error) {
+	if err := tools.Check(ctx, tools.Action("k8s.rollout."+action)); err != nil {
+		return nil, err
+	}
+	if err := tools.CheckTarget(ctx, ref.kind, ref.namespace, ref.name); err != nil {
+		return nil, err
+	}
+	if err := c.avail(); err != nil {
+		return nil, err
+	}
+	obj, err := c.getObject(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
 	if fleetWorkload(obj) {
 		c.log.Warn("refused write to a fleet workload", zap.String("action", action), zap.String("object", ref.String()))
-		return "", fmt.Errorf("%s %s: %w", action, ref, ErrFleetWorkload)
+		return nil, fmt.Errorf("%s %s: %w", action, ref, ErrFleetWorkload)
 	}
+	return obj, nil
+}
+
+// patch asks the envelope and patches a workload that passed guard.
+func (c *Client) patch(ctx context.Context, action string, ref objectRef, obj runtime.Object, build patchBuilder) (string, error) {
 	pt, patch, verb, err := build(ctx, obj)
 	if err != nil {
 		return "", err

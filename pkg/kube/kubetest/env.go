@@ -102,6 +102,13 @@ type privateEnv struct {
 // but are expensive to load more than once.
 func Private(tb testing.TB, key string) *Env {
 	tb.Helper()
+	return privateCluster(tb, key, nil, nil)
+}
+
+// privateCluster is Private with extra environment for hack/testenv.sh
+// start and a set-up run once after the start.
+func privateCluster(tb testing.TB, key string, extraEnv []string, setup func(*Env) error) *Env {
+	tb.Helper()
 	privateMu.Lock()
 	p := private[key]
 	if p == nil {
@@ -115,9 +122,12 @@ func Private(tb testing.TB, key string) *Env {
 			p.err = err
 			return
 		}
-		p.env, p.err = startCluster(root, nil)
+		p.env, p.err = startCluster(root, extraEnv)
 		if p.env != nil {
 			p.env.owned = true
+		}
+		if p.err == nil && setup != nil {
+			p.err = setup(p.env)
 		}
 	})
 	if p.err != nil {

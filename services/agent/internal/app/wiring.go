@@ -34,8 +34,12 @@ type (
 // what to set, and /ready reports it, but the agent starts.
 func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 	cfg := a.Config
+	restartMode, err := kube.ParseRestartMode(cfg.RolloutRestartMode)
+	if err != nil {
+		return cfg.Fail("ROLLOUT_RESTART_MODE", err.Error())
+	}
 	kc, err := kube.Connect(cfg.Kubeconfig, cfg.KubeContext, a.Log.Named("kube"),
-		kube.WithConfigMapValueKeys(cfg.ConfigMapValueKeys))
+		kube.WithConfigMapValueKeys(cfg.ConfigMapValueKeys), kube.WithRestartMode(restartMode))
 	if err != nil {
 		a.Log.Warn("cluster unavailable: cluster tools will answer cluster_unavailable", zap.Error(err))
 	}

@@ -119,6 +119,7 @@ type Values struct {
 
 	// The action envelope (README.md, "The action envelope").
 	ActionsMode                 string   // ACTIONS_MODE
+	RolloutRestartMode          string   // ROLLOUT_RESTART_MODE
 	ActionsNamespaces           []string // ACTIONS_NAMESPACES
 	ActionsRestartsPerHour      int      // ACTIONS_RESTARTS_PER_HOUR
 	ActionsFleetRestartsPerHour int      // ACTIONS_FLEET_RESTARTS_PER_HOUR
@@ -205,6 +206,7 @@ var specs = []spec{
 	{"REPORT_WEBHOOK_URL", "", kSecret, "generic JSON webhook", func(v *Values) any { return &v.ReportWebhookURL }},
 	{"REPORT_COLOR", "", kString, "embed colour, e.g. 0x5865F2", func(v *Values) any { return &v.ReportColor }},
 	{"ACTIONS_MODE", "act", kString, "act|propose: in propose (shadow mode) a change is prepared and recorded, not made; a namespace label kubecrew.io/actions=act|propose overrides it", func(v *Values) any { return &v.ActionsMode }},
+	{"ROLLOUT_RESTART_MODE", "auto", kString, "auto|annotation|evict: how a rollout restart is made; auto evicts the pods one at a time (PodDisruptionBudgets respected) of a workload Flux or Argo CD applies, and writes the restartedAt annotation otherwise", func(v *Values) any { return &v.RolloutRestartMode }},
 	{"ACTIONS_NAMESPACES", "", kList, "namespaces opted in to actions without the kubecrew.io/actions label", func(v *Values) any { return &v.ActionsNamespaces }},
 	{"ACTIONS_RESTARTS_PER_HOUR", "3", kInt, "rollout restarts per workload per hour; more become a recommendation for a human", func(v *Values) any { return &v.ActionsRestartsPerHour }},
 	{"ACTIONS_FLEET_RESTARTS_PER_HOUR", "10", kInt, "rollout restarts per hour across the fleet", func(v *Values) any { return &v.ActionsFleetRestartsPerHour }},
