@@ -233,10 +233,12 @@ fi
 # spot checks of single requests.
 imp() { echo --as="$SA_PREFIX$1" --as-group=system:serviceaccounts --as-group="system:serviceaccounts:$NS" --as-group=system:authenticated; }
 can() { # sa verb resource [ns|all] → yes|no
-  local sa=$1 verb=$2 res=$3 ns=${4:-default} nsarg
+  local sa=$1 verb=$2 res=$3 ns=${4:-default} nsarg sub=()
   if [[ $ns == all ]]; then nsarg=(--all-namespaces); else nsarg=(-n "$ns"); fi
+  # "pods/eviction" would read as the pod named eviction: ask for the subresource
+  if [[ $res == */* ]]; then sub=(--subresource="${res#*/}"); res=${res%%/*}; fi
   # shellcheck disable=SC2046
-  kc auth can-i "$verb" "$res" "${nsarg[@]}" $(imp "$sa") 2>/dev/null || true
+  kc auth can-i "$verb" "$res" "${sub[@]}" "${nsarg[@]}" $(imp "$sa") 2>/dev/null || true
 }
 expect() { # want sa verb resource [ns]
   local want=$1; shift
