@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +80,21 @@ func TestReviewOldest(t *testing.T) {
 	// An agent with no identity cannot pick.
 	if _, _, err := NextPR(ctx, gitops.NewService(l, "", gitops.Options{})); err == nil {
 		t.Error("an agent without identity picked a PR")
+	}
+}
+
+// One forge account for Sol and Vera: her answer says plainly that the
+// approval went in as a comment and that the PR waits for a person.
+func TestDescribeReviewSharedIdentity(t *testing.T) {
+	t.Parallel()
+	o := &gitops.ReviewOutcome{PR: gitops.PR{Number: 7, Branch: "agent/fix/k", Author: persona.SlugSol}, Verdict: gitops.VerdictApprove,
+		Submitted: gitops.VerdictComment, Note: "Not approved: I (code-reviewer) act as the forge account kubecrew-bot, the same account that opened this pull request.",
+		Merge: &gitops.MergeResult{Reason: "one shared identity: this agent (code-reviewer) acts as the forge account kubecrew-bot, which also opened the PR"}}
+	got := describeReview(o)
+	for _, want := range []string{"Reviewed #7 (agent/fix/k, by k8s-engineer): approve.", "Submitted as a comment: Not approved: I (code-reviewer) act as the forge account kubecrew-bot",
+		"Not merged automatically: one shared identity: this agent (code-reviewer) acts as the forge account kubecrew-bot, which also opened the PR — left for a human."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("answer lacks %q:\n%s", want, got)
+		}
 	}
 }
