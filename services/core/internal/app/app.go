@@ -136,7 +136,6 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 	}
 	a := &App{cfg: cfg, d: d, routes: routes, metrics: metrics.New(d.Registerer), events: events.NewBroker()}
 	a.pub = events.Store{CoreStore: d.Store, B: a.events}
-	a.metrics.InitAgents(routes.Agents())
 	a.client = dispatch.NewClient(cfg.Peers, cfg.AuthToken, d.HTTPClient)
 	var err error
 	if a.notifier, err = a.newNotifier(); err != nil {
@@ -156,7 +155,9 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 	a.pipe = pipeline.New(pipeline.Options{
 		Store: a.pub, Routes: routes, Starter: a.disp, Now: d.Now, NewID: d.NewID, Log: d.Log, Metrics: a.metrics,
 		StaleAfter: a.staleAfter(), Background: bg, Resolved: a.notifier, Escalate: a.esc,
+		Clusters: pipeline.Clusters{Label: cfg.ClusterLabel, Default: cfg.DefaultCluster, Others: cfg.Clusters},
 	})
+	a.metrics.InitAgents(a.pipe.Agents())
 	if a.handler, err = a.router(); err != nil {
 		stop()
 		return nil, err

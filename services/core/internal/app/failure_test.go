@@ -11,8 +11,8 @@ import (
 )
 
 type invItem struct {
-	ID, Fingerprint, Status, Error string
-	RunID                          string `json:"run_id"`
+	ID, Fingerprint, Status, Error, Agent string
+	RunID                                 string `json:"run_id"`
 }
 
 func investigations(t *testing.T, c *testCore) []invItem {

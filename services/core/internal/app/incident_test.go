@@ -171,7 +171,8 @@ func TestBurstOfDistinctGroupsIsBounded(t *testing.T) {
 	if err := os.WriteFile(routes, []byte(fmt.Sprintf("queue:\n  max_per_agent: %d\n", bound)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := newCore(t, coreOpts{quiet: true, env: map[string]string{"ROUTES_FILE": routes}})
+	// The gated investigation must outlast the burst on a loaded machine.
+	c := newCore(t, coreOpts{quiet: true, env: map[string]string{"ROUTES_FILE": routes, "AGENT_CALL_TIMEOUT": "10m"}})
 	gate := c.Agent.Gate()
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = workers

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
 	"github.com/kubecrew/kubecrew/pkg/settings"
@@ -42,9 +44,17 @@ type Config struct {
 	Namespace       string
 	// Peers maps every known agent slug to its base URL (AGENT_PEERS wins
 	// over the template).
-	Peers       map[string]string
-	CallTimeout time.Duration
-	Cooldown    time.Duration
+	Peers map[string]string
+	// Clusters lists the clusters other than the default one that have
+	// agents (AGENT_PEERS cluster/slug=url entries; README, "Many
+	// clusters"); their peers are keyed "cluster/slug".
+	Clusters []string
+	// ClusterLabel is the alert label naming its cluster (CLUSTER_LABEL);
+	// DefaultCluster the name of the cluster the plain peers serve.
+	ClusterLabel   string
+	DefaultCluster string
+	CallTimeout    time.Duration
+	Cooldown       time.Duration
 	// Retention is how long decisions, investigations and idle alert
 	// states are kept (RETENTION; 0 keeps them forever).
 	Retention time.Duration
@@ -164,6 +174,15 @@ func Load(getenv func(string) string) (Config, error) {
 	for slug, u := range static {
 		c.Peers[slug] = u
 	}
+	c.ClusterLabel = or(strings.TrimSpace(getenv("CLUSTER_LABEL")), "cluster")
+	if !validLabelName(c.ClusterLabel) {
+		return Config{}, fmt.Errorf("CLUSTER_LABEL %q: not a Prometheus label name", c.ClusterLabel)
+	}
+	c.DefaultCluster = strings.TrimSpace(getenv("DEFAULT_CLUSTER"))
+	c.Clusters = clustersOf(static)
+	if slices.Contains(c.Clusters, c.DefaultCluster) {
+		return Config{}, fmt.Errorf("AGENT_PEERS: cluster %q is DEFAULT_CLUSTER: list its agents as plain slug=url", c.DefaultCluster)
+	}
 	c.Page = PageConfig{Target: strings.TrimSpace(getenv("PAGE_TARGET")), Key: strings.TrimSpace(getenv("PAGE_KEY")),
 		URL: strings.TrimSpace(getenv("PAGE_URL"))}
 	if _, err := pager.New(pager.Config{Target: c.Page.Target, Key: c.Page.Key, URL: c.Page.URL}); err != nil && !errors.Is(err, pager.ErrNoPager) {
@@ -178,7 +197,29 @@ type PageConfig struct {
 	Target, Key, URL string
 }
 
-// ParsePeers parses "slug=url,…". Persona names are accepted for slugs.
+// clustersOf lists the clusters of "cluster/slug" peers, sorted.
+func clustersOf(peers map[string]string) []string {
+	var out []string
+	for k := range peers {
+		if c, _, ok := strings.Cut(k, "/"); ok && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func validLabelName(s string) bool {
+	for i, c := range s {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// ParsePeers parses "slug=url,…" and "cluster/slug=url" (another
+// cluster's agent). Persona names are accepted for slugs.
 func ParsePeers(s string) (map[string]string, error) {
 	out := map[string]string{}
 	if strings.TrimSpace(s) == "" {
@@ -191,11 +232,22 @@ func ParsePeers(s string) (map[string]string, error) {
 		}
 		name, u, ok := strings.Cut(item, "=")
 		if !ok {
-			return nil, fmt.Errorf("entry %q: want slug=url", item)
+			return nil, fmt.Errorf("entry %q: want slug=url or cluster/slug=url", item)
+		}
+		cluster, name, inCluster := strings.Cut(name, "/")
+		if !inCluster {
+			name, cluster = cluster, ""
+		}
+		cluster = strings.TrimSpace(cluster)
+		if inCluster && (cluster == "" || !api.PlainText(cluster) || strings.ContainsAny(cluster, " ,=")) {
+			return nil, fmt.Errorf("entry %q: cluster name %q is empty or holds a space, comma, = or control character", item, cluster)
 		}
 		slug, ok := ResolveAgent(name)
 		if !ok {
 			return nil, fmt.Errorf("entry %q: unknown agent %q (known: %s)", item, strings.TrimSpace(name), knownAgents())
+		}
+		if inCluster {
+			slug = cluster + "/" + slug
 		}
 		u = strings.TrimSpace(u)
 		if err := checkURL(u); err != nil {

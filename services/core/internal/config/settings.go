@@ -17,7 +17,9 @@ var Specs = []settings.Spec{
 	{Name: "ROUTES_FILE", Help: "alert routing rules (YAML); empty = every alert to platform-sre"},
 	{Name: "PEER_URL_TEMPLATE", Default: DefaultPeerURLTemplate, Help: "agent URL template ({slug}, {namespace})"},
 	{Name: "AGENT_NAMESPACE", Default: DefaultNamespace, Help: "namespace of the fleet (peer URLs)"},
-	{Name: "AGENT_PEERS", Help: "static agent URLs slug=url,… (win over the template)"},
+	{Name: "AGENT_PEERS", Help: "static agent URLs slug=url,… (win over the template); cluster/slug=url for another cluster's agents"},
+	{Name: "CLUSTER_LABEL", Default: "cluster", Help: "the alert label naming its cluster: routes it to that cluster's agents (AGENT_PEERS cluster/slug=url)"},
+	{Name: "DEFAULT_CLUSTER", Help: "the cluster the agents of plain AGENT_PEERS entries and the template serve: alerts without a cluster label, or with this one"},
 	{Name: "AGENT_CALL_TIMEOUT", Default: DefaultCallTimeout.String(), Help: "bound of one investigation's call to an agent; must be below ALERT_COOLDOWN"},
 	{Name: "ALERT_COOLDOWN", Default: DefaultCooldown.String(), Help: "an alert investigated this recently is not investigated again"},
 	{Name: "DECISION_FLUSH_INTERVAL", Default: store.DefaultFlushInterval.String(), Help: "on Postgres, repeats of a known alert (deduped, cooldown, ignored again) are counted in memory and written this often (at most 1m; 0 writes each at once); kill -9 loses at most this much of the counters, never a state change"},
@@ -44,7 +46,7 @@ var secrets = map[string]bool{"DATABASE_URL": true, "AUTH_TOKEN": true, "AUTH_RE
 
 // Prefixes are those of the core's settings distinctive enough that an
 // unknown variable carrying one is a typo worth a warning.
-var Prefixes = []string{"ALERT_", "DECISION_", "CORE_", "ROUTES_", "AGENT_", "AUTH_", "PEER_", "READY_", "NOTIFY_", "PAGE_"}
+var Prefixes = []string{"ALERT_", "DECISION_", "CORE_", "ROUTES_", "AGENT_", "AUTH_", "PEER_", "READY_", "NOTIFY_", "PAGE_", "CLUSTER_"}
 
 // agentSettings are the agents' settings with the core's prefixes: an
 // environment file given to both binaries carries them.

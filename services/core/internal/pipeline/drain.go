@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -87,6 +88,23 @@ func (p *Pipeline) Drain(ctx context.Context, agent string) {
 	}
 }
 
+// slugOf is the agent's slug without its cluster; clusterOf its cluster.
+func slugOf(agent string) string {
+	_, slug, ok := strings.Cut(agent, "/")
+	if !ok {
+		return agent
+	}
+	return slug
+}
+
+func clusterOf(agent string) string {
+	c, _, _ := strings.Cut(agent, "/")
+	if c == agent {
+		return ""
+	}
+	return c
+}
+
 // retry decides one queued incident again; false when the agent is full
 // (or the store failed) and the drain should stop.
 func (p *Pipeline) retry(ctx context.Context, agent string, st store.AlertState) bool {
@@ -102,8 +120,9 @@ func (p *Pipeline) retry(ctx context.Context, agent string, st store.AlertState)
 			key: key,
 			alert: webhook.Alert{Status: decide.StatusFiring, Fingerprint: key,
 				Labels: map[string]string{"alertname": st.Alertname}},
-			target: route.Target{Agent: agent, Cooldown: p.o.Routes.Default.Cooldown, MaxInFlight: p.o.Routes.MaxInFlightOf(agent)},
-			hash:   st.ContentHash,
+			target:  route.Target{Agent: agent, Cooldown: p.o.Routes.Default.Cooldown, MaxInFlight: p.o.Routes.MaxInFlightOf(slugOf(agent))},
+			cluster: clusterOf(agent),
+			hash:    st.ContentHash,
 		}
 		q.inc.add(memberLine(q.alert), p.o.Routes.Correlation.MaxListed)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -53,12 +54,13 @@ func memberLine(a webhook.Alert) string {
 
 // incident is one correlation key's part of a webhook.
 type incident struct {
-	key    string
-	kind   string // route.Key*: what made the key
-	target route.Target
-	firing int
-	inc    members
-	sev    int
+	key     string
+	cluster string // "" for the default cluster
+	kind    string // route.Key*: what made the key
+	target  route.Target
+	firing  int
+	inc     members
+	sev     int
 }
 
 // incidents keys every alert of m (index → incident; nil for a malformed
@@ -82,13 +84,23 @@ func (p *Pipeline) incidents(m webhook.Message) []*incident {
 			continue
 		}
 		t := p.o.Routes.Match(a.Labels)
+		cluster, known := p.o.Clusters.Of(a.Labels)
+		if !known && !t.Ignored {
+			t.Ignored, t.Reason = true, fmt.Sprintf("cluster %q has no agents (AGENT_PEERS lists %s/slug=url entries for clusters %s; DEFAULT_CLUSTER is %q)",
+				cluster, "cluster", strings.Join(p.o.Clusters.Others, ", "), p.o.Clusters.Default)
+		}
+		t.Agent = Agent(cluster, t.Agent)
 		key := "alert/" + a.Fingerprint
 		if !t.Ignored { // an ignored alert never joins a real incident
 			key = c.Key(m.GroupKey, a.Fingerprint, a.Labels, down)
 		}
+		kind := keyKind(key)
+		if cluster != "" {
+			key = cluster + "/" + key
+		}
 		inc, ok := byKey[key]
 		if !ok {
-			inc = &incident{key: key, kind: keyKind(key), target: t}
+			inc = &incident{key: key, kind: kind, target: t, cluster: cluster}
 			byKey[key] = inc
 		}
 		if a.Status == "firing" {

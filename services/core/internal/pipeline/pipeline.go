@@ -10,6 +10,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +63,42 @@ type Options struct {
 	// Resolved, when set, hears of every alert decided resolved (the chat
 	// follow-up, *notify.Notifier).
 	Resolved interface{ Resolved(fingerprint string) }
+	// Clusters: the label naming an alert's cluster, the default cluster's
+	// name and the other clusters that have agents (README, "Many
+	// clusters"). An alert of another cluster goes to that cluster's
+	// agents, named "cluster/slug"; its incident key starts "cluster/".
+	Clusters Clusters
+}
+
+// Clusters says which cluster an alert is of.
+type Clusters struct {
+	Label   string   // CLUSTER_LABEL (default "cluster")
+	Default string   // DEFAULT_CLUSTER
+	Others  []string // clusters with agents of their own
+}
+
+// Of returns the cluster of labels ("" for the default one) and whether
+// it has agents. With no other cluster configured, every alert is the
+// default cluster's, whatever its label says (a single-cluster core).
+func (c Clusters) Of(labels map[string]string) (cluster string, known bool) {
+	label := "cluster"
+	if c.Label != "" {
+		label = c.Label
+	}
+	v := labels[label]
+	if v == "" || v == c.Default || len(c.Others) == 0 {
+		return "", true
+	}
+	return v, slices.Contains(c.Others, v)
+}
+
+// Agent qualifies slug with cluster ("cluster/slug"; the slug alone for
+// the default cluster).
+func Agent(cluster, slug string) string {
+	if cluster == "" {
+		return slug
+	}
+	return cluster + "/" + slug
 }
 
 // Pipeline decides and dispatches alerts.
@@ -180,7 +217,7 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert, inc *incident) (sto
 		in.Prev, in.Known, in.AgentInFlight = prev, ok, n
 		return decide.Decide(in)
 	}
-	body := queued{key: inc.key, alert: a, target: target, hash: hash, inc: inc.inc, sev: inc.sev}
+	body := queued{key: inc.key, cluster: inc.cluster, alert: a, target: target, hash: hash, inc: inc.inc, sev: inc.sev}
 	// The body is remembered while deciding: a slot freed while this
 	// decision is recorded may retry the incident before ApplyAlert returns.
 	if a.Status == decide.StatusFiring && !target.Ignored {
@@ -299,6 +336,18 @@ func (p *Pipeline) mkInv(a webhook.Alert, now time.Time) func(store.AlertDecisio
 func (p *Pipeline) start(d store.AlertDecision, v queued) {
 	a := v.alert
 	key := v.key
+	ctx := map[string]string{
+		"alertname":        a.Alertname(),
+		"namespace":        a.Namespace(),
+		"fingerprint":      a.Fingerprint,
+		"alert":            AlertContext(a),
+		"investigation_id": d.InvestigationID,
+		"correlation_key":  key,
+		"incident":         incidentContext(key, v.inc),
+	}
+	if v.cluster != "" {
+		ctx["cluster"] = v.cluster // README, "Many clusters"
+	}
 	p.o.Starter.Start(dispatch.Job{
 		InvestigationID: d.InvestigationID,
 		Agent:           d.Agent,
@@ -306,15 +355,7 @@ func (p *Pipeline) start(d store.AlertDecision, v queued) {
 		Alertname:       a.Alertname(),
 		Task:            Task(a, v.inc),
 		Alert:           AlertJSON(a),
-		Context: map[string]string{
-			"alertname":        a.Alertname(),
-			"namespace":        a.Namespace(),
-			"fingerprint":      a.Fingerprint,
-			"alert":            AlertContext(a),
-			"investigation_id": d.InvestigationID,
-			"correlation_key":  key,
-			"incident":         incidentContext(key, v.inc),
-		},
+		Context:         ctx,
 		Done: func(agent string) {
 			p.running.end(key)
 			p.kick(agent)
@@ -325,9 +366,20 @@ func (p *Pipeline) start(d store.AlertDecision, v queued) {
 // DrainAll drains every agent alerts can reach (at start-up, and on a timer
 // so slots freed by another replica are used too).
 func (p *Pipeline) DrainAll(ctx context.Context) {
-	for _, a := range p.o.Routes.Agents() {
+	for _, a := range p.Agents() {
 		p.Drain(ctx, a)
 	}
+}
+
+// Agents lists every agent alerts can reach, in every cluster.
+func (p *Pipeline) Agents() []string {
+	out := p.o.Routes.Agents()
+	for _, c := range p.o.Clusters.Others {
+		for _, a := range p.o.Routes.Agents() {
+			out = append(out, Agent(c, a))
+		}
+	}
+	return out
 }
 
 // Queued is how many queued alert bodies this process remembers.

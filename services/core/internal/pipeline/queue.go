@@ -11,13 +11,14 @@ import (
 // queued is one incident waiting for its agent: the body of the alert
 // that queued it (bounded, Bound) and the incident's alerts so far.
 type queued struct {
-	key    string
-	alert  webhook.Alert // bounded (Bound)
-	target route.Target
-	hash   string
-	inc    members
-	sev    int
-	seq    uint64 // order queued
+	key     string
+	cluster string
+	alert   webhook.Alert // bounded (Bound)
+	target  route.Target
+	hash    string
+	inc     members
+	sev     int
+	seq     uint64 // order queued
 }
 
 // queue is the busy queue (README, "Storms"): per agent, at most max
