@@ -44,6 +44,17 @@ func TestLoadPeers(t *testing.T) {
 			t.Errorf("peer %s = %q, want %q", k, c.Peers[k], v)
 		}
 	}
+	if len(c.Clusters) != 0 || c.ClusterLabel != "cluster" {
+		t.Errorf("one cluster: clusters %v, label %q", c.Clusters, c.ClusterLabel)
+	}
+	c, err = Load(env(map[string]string{"AGENT_PEERS": "noor=http://a, eu-west/noor=http://eu:8000/, ap/platform-sre=http://ap", "CLUSTER_LABEL": "k8s_cluster"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Peers["eu-west/platform-sre"] != "http://eu:8000" || c.Peers["ap/platform-sre"] != "http://ap" || c.Peers["platform-sre"] != "http://a" ||
+		strings.Join(c.Clusters, ",") != "ap,eu-west" || c.ClusterLabel != "k8s_cluster" {
+		t.Errorf("clusters %v, label %q, peers %v", c.Clusters, c.ClusterLabel, c.Peers)
+	}
 }
 
 func TestLoadRefuses(t *testing.T) {
@@ -62,6 +73,11 @@ func TestLoadRefuses(t *testing.T) {
 		{map[string]string{"AGENT_PEERS": "noor"}, `AGENT_PEERS: entry "noor": want slug=url`},
 		{map[string]string{"AGENT_PEERS": "noor=ftp://x"}, `AGENT_PEERS: entry "noor=ftp://x": bad url`},
 		{map[string]string{"AGENT_PEERS": "noor=http://a,platform-sre=http://b"}, `AGENT_PEERS: agent "platform-sre" listed twice`},
+		{map[string]string{"AGENT_PEERS": "/noor=http://a"}, `AGENT_PEERS: entry "/noor=http://a": cluster name "" is empty`},
+		{map[string]string{"AGENT_PEERS": "eu/bob=http://a"}, `AGENT_PEERS: entry "eu/bob=http://a": unknown agent "bob"`},
+		{map[string]string{"AGENT_PEERS": "eu/noor=http://a,eu/platform-sre=http://b"}, `AGENT_PEERS: agent "eu/platform-sre" listed twice`},
+		{map[string]string{"AGENT_PEERS": "eu/noor=http://a", "DEFAULT_CLUSTER": "eu"}, `AGENT_PEERS: cluster "eu" is DEFAULT_CLUSTER`},
+		{map[string]string{"CLUSTER_LABEL": "k8s-cluster"}, `CLUSTER_LABEL "k8s-cluster": not a Prometheus label name`},
 		{map[string]string{"PEER_URL_TEMPLATE": "http://agent:8000"}, "PEER_URL_TEMPLATE \"http://agent:8000\": must contain {slug}"},
 		{map[string]string{"PEER_URL_TEMPLATE": "{slug}"}, "PEER_URL_TEMPLATE \"{slug}\": bad url"},
 		{map[string]string{"DECISION_FLUSH_INTERVAL": "soon"}, `DECISION_FLUSH_INTERVAL: malformed duration "soon"`},
