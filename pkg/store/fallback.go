@@ -199,6 +199,7 @@ func (p *Postgres) importSnapshot(ctx context.Context, s snapshot) error {
 	if b.Len() == 0 {
 		return nil
 	}
+	b.Queue(`SELECT pg_notify('`+stateChannel+`', $1)`, p.notifyArg("*")) // other replicas forget the states they remember
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("write-through: %w", err)
@@ -210,6 +211,7 @@ func (p *Postgres) importSnapshot(ctx context.Context, s snapshot) error {
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("write-through: %w", err)
 	}
+	p.forgetStates()
 	return nil
 }
 

@@ -31,6 +31,8 @@ type Postgres struct {
 	now  func() time.Time
 	log  *zap.Logger
 	rep  *repeats // nil: every decision is written at once
+	// replicaID names this process in alert-state notifications.
+	replicaID string
 }
 
 var (
@@ -67,10 +69,13 @@ func OpenPostgres(ctx context.Context, url string, log *zap.Logger, opts ...Opti
 		pool.Close()
 		return nil, err
 	}
-	p := &Postgres{pool: pool, now: o.now, log: log}
+	p := &Postgres{pool: pool, now: o.now, log: log, replicaID: newID()}
 	if o.flushInterval > 0 {
 		p.rep = newRepeats(o.flushInterval)
 		go p.flushLoop()
+		lctx, cancel := context.WithCancel(context.Background())
+		p.rep.stopListen = cancel
+		go p.listenLoop(lctx)
 	}
 	return p, nil
 }
@@ -152,8 +157,9 @@ func (p *Postgres) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
 // Close writes the pending repeat counters and closes the pool.
 func (p *Postgres) Close() {
 	if p.rep != nil {
-		p.rep.closeOnce.Do(func() { close(p.rep.stop) })
+		p.rep.closeOnce.Do(func() { close(p.rep.stop); p.rep.stopListen() })
 		<-p.rep.done
+		<-p.rep.listenDone
 	}
 	p.pool.Close()
 }

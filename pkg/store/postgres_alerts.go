@@ -62,6 +62,9 @@ func (p *Postgres) applyAlertState(ctx context.Context, fingerprint, agent strin
 		if d, st, ok := p.rep.try(fingerprint, agent, fn, p.now); ok {
 			return d, st, nil
 		}
+		if d, st, ok, err := p.tryRead(ctx, fingerprint, agent, fn); ok || err != nil {
+			return d, st, err
+		}
 	}
 	d, st, again, err := p.applyAlert(ctx, fingerprint, agent, fn, mkInv, false)
 	if err != nil || !again {
@@ -150,6 +153,7 @@ func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn
 		b.Queue(`SET LOCAL synchronous_commit TO off`)
 	}
 	queueAlertState(b, st)
+	b.Queue(`SELECT pg_notify('`+stateChannel+`', $1)`, p.notifyArg(fingerprint))
 	queueDecision(b, d, false)
 	if inv != nil {
 		if err := queueInvestigation(b, *inv, false); err != nil {
@@ -251,8 +255,8 @@ func (p *Postgres) FinishInvestigation(ctx context.Context, inv Investigation) e
 				run_id=CASE WHEN $7 = '' THEN run_id ELSE $7 END
 			WHERE id=$1 RETURNING id, fingerprint),
 		freed AS (UPDATE alert_state SET in_flight=false WHERE in_flight AND investigation_id IN (SELECT id FROM inv) RETURNING 1)
-		SELECT fingerprint FROM inv`,
-		inv.ID, inv.Status, fj, inv.Answer, inv.Error, inv.FinishedAt, inv.RunID).Scan(&fp)
+		SELECT fingerprint FROM inv, pg_notify('`+stateChannel+`', $8 || fingerprint)`,
+		inv.ID, inv.Status, fj, inv.Answer, inv.Error, inv.FinishedAt, inv.RunID, p.notifyArg("")).Scan(&fp)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("investigation %s: %w", inv.ID, ErrNotFound)
 	}

@@ -9,8 +9,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,13 +55,17 @@ type repeats struct {
 	done      chan struct{}
 	flushMu   sync.Mutex // one flush at a time
 	closeOnce sync.Once
+	// listening: other replicas' writes are heard (postgres_listen.go).
+	listening  atomic.Bool
+	stopListen context.CancelFunc
+	listenDone chan struct{}
 }
 
 func newRepeats(interval time.Duration) *repeats {
 	return &repeats{
 		interval: interval,
 		rows:     map[repeatKey]AlertDecision{}, seen: map[string]time.Time{}, states: map[string]cachedState{},
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), listenDone: make(chan struct{}),
 	}
 }
 
@@ -89,7 +96,7 @@ func (r *repeats) try(fingerprint, agent string, fn DecideFunc, now func() time.
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.states[fingerprint]
-	if !ok || c.st.Agent != agent || now().Sub(c.loaded) >= r.interval {
+	if !ok || c.st.Agent != agent || !r.fresh(c, now()) {
 		return AlertDecision{}, AlertState{}, false
 	}
 	d, st, _, err := decide(fingerprint, agent, c.st, true, 0, fn, nil, now)
@@ -166,9 +173,15 @@ func (r *repeats) forget(fingerprint string) {
 	delete(r.states, fingerprint)
 }
 
+// fresh reports whether a remembered state may still decide a repeat.
+func (r *repeats) fresh(c cachedState, now time.Time) bool {
+	age := now.Sub(c.loaded)
+	return age < r.interval || (r.listening.Load() && age < cacheMaxAge)
+}
+
 func (r *repeats) expireLocked(now time.Time) {
 	for fp, c := range r.states {
-		if now.Sub(c.loaded) >= r.interval {
+		if !r.fresh(c, now) {
 			delete(r.states, fp)
 		}
 	}
@@ -176,10 +189,9 @@ func (r *repeats) expireLocked(now time.Time) {
 
 // take hands over the pending counters, sorted (two replicas flushing
 // update alert states in one order: no deadlock).
-func (r *repeats) take(now time.Time) ([]AlertDecision, []string, []time.Time, int) {
+func (r *repeats) take() ([]AlertDecision, []string, []time.Time, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.expireLocked(now)
 	rows := make([]AlertDecision, 0, len(r.rows))
 	for _, d := range r.rows {
 		rows = append(rows, d)
@@ -229,7 +241,7 @@ func (p *Postgres) flushRepeats(ctx context.Context) error {
 	r := p.rep
 	r.flushMu.Lock()
 	defer r.flushMu.Unlock()
-	rows, fps, seen, lost := r.take(p.now())
+	rows, fps, seen, lost := r.take()
 	if lost > 0 {
 		p.log.Warn("repeat counters full: repeats not counted (flushes failing?)", zap.Int("lost", lost))
 	}
@@ -248,14 +260,69 @@ func (p *Postgres) flushRepeats(ctx context.Context) error {
 			$9::timestamptz[], $10::int[], $11::timestamptz[])
 		ON CONFLICT DO NOTHING`, c.id, c.fingerprint, c.alertname, c.status, c.decision, c.agent, c.investigationID, c.reason,
 		c.at, c.count, c.firstAt)
-	b.Queue(`UPDATE alert_state s SET last_seen = v.ls FROM unnest($1::text[], $2::timestamptz[]) AS v(fp, ls)
-		WHERE s.fingerprint = v.fp AND s.last_seen < v.ls`, fps, seen)
+	// Every state the counters touched is returned, read under the row
+	// locks: a repeating alert's remembered state is renewed each flush.
+	b.Queue(`UPDATE alert_state s SET last_seen = greatest(s.last_seen, v.ls) FROM unnest($1::text[], $2::timestamptz[]) AS v(fp, ls)
+		WHERE s.fingerprint = v.fp RETURNING `+prefixed("s.", alertCols), fps, seen)
 	b.Queue(`COMMIT`)
-	if err := p.pool.SendBatch(ctx, b).Close(); err != nil {
+	readAt := p.now()
+	br := p.pool.SendBatch(ctx, b)
+	var states []AlertState
+	var err error
+	for range 3 {
+		if err == nil {
+			_, err = br.Exec()
+		}
+	}
+	if err == nil {
+		var rs pgx.Rows
+		if rs, err = br.Query(); err == nil {
+			states, err = pgx.CollectRows(rs, func(row pgx.CollectableRow) (AlertState, error) { return scanAlertState(row) })
+		}
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		r.putBack(rows, fps, seen)
 		return pgErr("flush repeats", err)
 	}
+	r.mu.Lock()
+	for _, st := range states {
+		if c, ok := r.states[st.Fingerprint]; ok && !c.loaded.After(readAt) {
+			r.states[st.Fingerprint] = cachedState{st: st, loaded: readAt}
+		}
+	}
+	r.expireLocked(readAt)
+	r.mu.Unlock()
 	return nil
+}
+
+// tryRead decides a repeat from the state read in one round trip, without
+// a transaction or locks: a repeat writes nothing, so deciding it from a
+// state a concurrent change has just replaced is deciding it a moment
+// earlier. Anything else (ok=false) goes to the locked path.
+func (p *Postgres) tryRead(ctx context.Context, fingerprint, agent string, fn DecideFunc) (AlertDecision, AlertState, bool, error) {
+	readAt := p.now()
+	prev, err := scanAlertState(p.pool.QueryRow(ctx, `SELECT `+alertCols+` FROM alert_state WHERE fingerprint=$1`, fingerprint))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return AlertDecision{}, AlertState{}, false, nil // new: a state change
+	}
+	if err != nil {
+		return AlertDecision{}, AlertState{}, false, pgErr("apply alert "+fingerprint, err)
+	}
+	if prev.Agent != agent {
+		return AlertDecision{}, AlertState{}, false, nil
+	}
+	d, st, _, err := decide(fingerprint, agent, prev, true, 0, fn, nil, p.now)
+	if err != nil || !isRepeat(prev, true, d, st) {
+		return AlertDecision{}, AlertState{}, false, nil
+	}
+	p.rep.count(d, st, readAt)
+	return d, st, true, nil
 }
 
 // flushPending writes pending repeat counters before a read that shows
@@ -319,4 +386,13 @@ func (c *decisionColumns) add(d AlertDecision) {
 	c.at = append(c.at, d.At)
 	c.firstAt = append(c.firstAt, d.FirstAt)
 	c.count = append(c.count, int32(min(d.Count, 1<<31-1)))
+}
+
+// prefixed qualifies each of a comma-separated column list.
+func prefixed(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
 }
