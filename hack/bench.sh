@@ -3,6 +3,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run() { echo "== $1 ($2)"; (cd "$1" && go test -run '^$' -bench "$2" -benchtime "${3:-10x}" -count 1 ./... 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' ) }
+
+# The core beside Alertmanager (README, "Benchmark: the core beside
+# Alertmanager"): one load generator against Alertmanager and the core on
+# memory and on Postgres, interleaved, at 1 and 10 alerts per POST.
+# `hack/bench.sh side-by-side` runs only this; LOADGEN_ARGS adds flags
+# (e.g. "-rounds 5 -posts 4000").
+side_by_side() {
+	echo "== the core beside Alertmanager (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
+	mkdir -p bin
+	(cd services/core && go build -trimpath -o ../../bin/core . && go build -trimpath -o ../../bin/loadgen ./cmd/loadgen)
+	am=$(hack/alertmanager/install.sh)
+	# shellcheck disable=SC2086 # LOADGEN_ARGS is split into flags on purpose
+	bin/loadgen -compare -core bin/core -alertmanager "$am" \
+		-database-url "${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}" ${LOADGEN_ARGS:-}
+	echo "(load average after: $(cut -d' ' -f1-3 /proc/loadavg))"
+}
+side_by_side
+if [ "${1:-}" = side-by-side ]; then exit 0; fi
 run pkg 'BenchmarkClusterProblems$' 5x
 # five times the cluster (3,000 namespaces, ~35,000 objects; loading takes minutes): BENCH_5X=1
 if [ "${BENCH_5X:-}" = 1 ]; then run pkg 'BenchmarkClusterProblems5x$' 3x; fi
