@@ -32,6 +32,15 @@ log "shared API server up: $KUBECREW_TEST_KUBECONFIG"
 # 3. Alertmanager (Debian package) for the core's integration tier
 if [[ -x hack/alertmanager/install.sh ]]; then hack/alertmanager/install.sh; fi
 
+# 3a. Debian's chromium for the dashboard's browser test (it skips without
+# it, and fails with CI=true); screenshots go to
+# $KUBECREW_DASHBOARD_SCREENSHOTS (default: a temporary directory it logs)
+if hack/chromium/install.sh >/dev/null; then
+  log "chromium: installed"
+else
+  log "chromium not installed (the dashboard's browser test skips; CI fails)"
+fi
+
 # 3b. MCP servers from npm (kubernetes-mcp-server, the reference
 # server-everything) for the agent's MCP tests; mcptest skips without them,
 # and fails with CI=true

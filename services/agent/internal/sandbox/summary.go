@@ -21,6 +21,7 @@ func summary(out io.Writer, f *Fleet, o *Outcome, err error, started time.Time) 
 	p("done: alert → dispatched → %d findings → delegated to Sol → PR #%d (+%d/−%d) → %s by %s → merged",
 		len(o.Investigation.Findings), o.PR.Number, o.Plus, o.Minus, lastVerdict(o), lastReviewer(o))
 	p("alert to merge: %.1fs; start to merge: %.1fs", o.MergedAfter.Seconds(), time.Since(started).Seconds())
+	p("dashboard (overview, alerts, this investigation, agents; live): %s/  ·  this investigation: %s/investigations/%s", f.Core, f.Core, o.Investigation.ID)
 	if o.ChainStatus == http.StatusOK {
 		p("chain report (the outcome first, then Noor → Sol → Vera, HTML): %s", o.ChainURL)
 	} else {
