@@ -1,20 +1,39 @@
 package api
 
 // FindingArgs is the one schema of a finding as a model sends it, to
-// report_finding and as delegate_task's finding. It is an alias of an
-// unnamed struct so the tool schema derived from it is inlined, not a $ref.
+// report_finding. It is an alias of an unnamed struct so the tool schema
+// derived from it is inlined, not a $ref. A field that says what it is by
+// its name carries no description: every model call pays for each word
+// (README.md, "Model cost").
 type FindingArgs = struct {
-	Key         string  `json:"key,omitempty" description:"ignored: the key is derived from the fields"`
-	Severity    string  `json:"severity" enum:"critical,high,medium,low" description:"critical, high, medium or low"`
-	Kind        string  `json:"kind" description:"Kubernetes kind of the affected object, e.g. Deployment"`
-	Namespace   string  `json:"namespace" description:"namespace of the object"`
-	Name        string  `json:"name" description:"name of the object (the owning workload for pods)"`
-	Container   string  `json:"container,omitempty" description:"container, when the problem is one container's"`
-	Reason      string  `json:"reason" description:"short machine-like reason, e.g. OOMKilled"`
+	Key         string  `json:"key,omitempty" description:"ignored"`
+	Severity    string  `json:"severity" enum:"critical,high,medium,low"`
+	Kind        string  `json:"kind" description:"e.g. Deployment"`
+	Namespace   string  `json:"namespace"`
+	Name        string  `json:"name" description:"the owning workload for pods"`
+	Container   string  `json:"container,omitempty"`
+	Reason      string  `json:"reason" description:"e.g. OOMKilled"`
 	Detail      string  `json:"detail" description:"one line of evidence"`
 	Remediation string  `json:"remediation" description:"what would fix it"`
-	Remediable  bool    `json:"remediable" description:"true when an agent may fix it (rollout restart or a memory-limit PR)"`
+	Remediable  bool    `json:"remediable" description:"an agent may fix it (restart or memory-limit PR)"`
 	Confidence  float64 `json:"confidence,omitempty" description:"0..1"`
+}
+
+// DelegatedFindingArgs is delegate_task's finding: FindingArgs's fields,
+// enum and required ones, without the descriptions the model already has
+// from report_finding (the two convert to each other).
+type DelegatedFindingArgs = struct {
+	Key         string  `json:"key,omitempty"`
+	Severity    string  `json:"severity" enum:"critical,high,medium,low"`
+	Kind        string  `json:"kind"`
+	Namespace   string  `json:"namespace"`
+	Name        string  `json:"name"`
+	Container   string  `json:"container,omitempty"`
+	Reason      string  `json:"reason"`
+	Detail      string  `json:"detail"`
+	Remediation string  `json:"remediation"`
+	Remediable  bool    `json:"remediable"`
+	Confidence  float64 `json:"confidence,omitempty"`
 }
 
 // FindingFrom is the finding a model described (its key is derived later).

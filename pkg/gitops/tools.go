@@ -37,20 +37,19 @@ func (s *Service) Tools() []tools.Tool {
 }
 
 type bumpArgs struct {
-	Namespace  string  `json:"namespace" description:"Namespace of the workload."`
-	Kind       string  `json:"kind" enum:"Deployment,StatefulSet,DaemonSet,ReplicaSet,Job,CronJob" description:"Kind of the workload that owns the pod template."`
-	Name       string  `json:"name" description:"metadata.name of the workload (not of a pod)."`
-	Container  string  `json:"container" description:"Name of the container that was OOMKilled."`
-	Factor     float64 `json:"factor,omitempty" description:"Multiplier for the memory limit: more than 1, at most 2. Default 1.5."`
-	FindingKey string  `json:"finding_key,omitempty" description:"Key of the finding being fixed (names the branch agent/fix/<key>; the same key never opens a second PR). Default: derived from namespace, kind, name, container and OOMKilled."`
-	Reason     string  `json:"reason,omitempty" description:"The evidence, in a sentence or two, for the PR body (e.g. 'OOMKilled 293 times in 26h, exit 137')."`
+	Namespace  string  `json:"namespace"`
+	Kind       string  `json:"kind" enum:"Deployment,StatefulSet,DaemonSet,ReplicaSet,Job,CronJob" description:"owner of the pod template"`
+	Name       string  `json:"name" description:"the workload, not a pod"`
+	Container  string  `json:"container" description:"the OOMKilled container"`
+	Factor     float64 `json:"factor,omitempty" description:"more than 1, at most 2 (default 1.5)"`
+	FindingKey string  `json:"finding_key,omitempty" description:"names the branch; one PR per key (default: derived from the workload and container)"`
+	Reason     string  `json:"reason,omitempty" description:"evidence for the PR body, e.g. 'OOMKilled 293 times in 26h, exit 137'"`
 }
 
 func (s *Service) bumpTool() tools.Tool {
 	return tools.New(ToolBumpWorkloadMemory,
-		"Propose raising one container's memory limit (resources.limits.memory) as a pull request against the GitOps repository. "+
-			"Finds the workload's manifest, changes only that value (+1/−1 diff), and opens a PR on agent/fix/<finding_key>. "+
-			"Never touches the cluster. Calling it again for the same finding returns the open PR instead of opening another.",
+		"Open a PR raising one container's memory limit in the GitOps repository (+1/−1 diff on branch agent/fix/<finding_key>). "+
+			"Never touches the cluster; for the same finding it returns the open PR.",
 		true, func(ctx context.Context, a bumpArgs) (string, error) {
 			r, err := s.ProposeMemoryBump(ctx, BumpRequest(a))
 			if err != nil {

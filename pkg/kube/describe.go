@@ -23,9 +23,9 @@ import (
 
 // DescribeArgs are the slots of k8s_describe.
 type DescribeArgs struct {
-	Kind      string `json:"kind" enum:"pods,deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,services,configmaps,nodes,namespaces,ingresses,persistentvolumeclaims,horizontalpodautoscalers" description:"resource kind (Secrets are never described)"`
-	Namespace string `json:"namespace,omitempty" description:"namespace (not needed for nodes and namespaces)"`
-	Name      string `json:"name" description:"object name"`
+	Kind      string `json:"kind" enum:"pods,deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,services,configmaps,nodes,namespaces,ingresses,persistentvolumeclaims,horizontalpodautoscalers"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
 }
 
 var describeKinds = []string{

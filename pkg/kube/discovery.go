@@ -17,7 +17,7 @@ import (
 
 // APIResourcesArgs are the slots of k8s_api_resources.
 type APIResourcesArgs struct {
-	Group string `json:"group,omitempty" description:"only this API group, e.g. apps or networking.k8s.io; core for the core group; omit for all"`
+	Group string `json:"group,omitempty" description:"e.g. apps; core for the core group"`
 }
 
 const maxAPIResources = 300

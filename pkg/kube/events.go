@@ -17,13 +17,13 @@ import (
 
 // GetEventsArgs are the slots of k8s_get_events.
 type GetEventsArgs struct {
-	Namespace string `json:"namespace,omitempty" description:"namespace; omit for all namespaces"`
-	Type      string `json:"type,omitempty" enum:"Normal,Warning" description:"event type; omit for both"`
-	Reason    string `json:"reason,omitempty" description:"event reason, e.g. BackOff, FailedScheduling, Unhealthy, OOMKilling"`
-	Kind      string `json:"kind,omitempty" description:"involved object kind, e.g. Pod or Deployment"`
+	Namespace string `json:"namespace,omitempty" description:"omit for all"`
+	Type      string `json:"type,omitempty" enum:"Normal,Warning"`
+	Reason    string `json:"reason,omitempty" description:"e.g. BackOff, FailedScheduling"`
+	Kind      string `json:"kind,omitempty" description:"involved object kind"`
 	Name      string `json:"name,omitempty" description:"involved object name"`
-	Since     string `json:"since,omitempty" description:"only events seen within this window, e.g. 30m, 2h, 1d (default 1h, at most 7d)"`
-	Limit     int    `json:"limit,omitempty" description:"maximum events (default 50, at most 200), newest first"`
+	Since     string `json:"since,omitempty" description:"e.g. 30m, 2h (default 1h, max 7d)"`
+	Limit     int    `json:"limit,omitempty" description:"default 50, max 200"`
 }
 
 const (

@@ -15,11 +15,11 @@ import (
 
 // PodLogsArgs are the slots of k8s_get_pod_logs.
 type PodLogsArgs struct {
-	Namespace string `json:"namespace" description:"the pod's namespace"`
-	Name      string `json:"name" description:"the pod's name"`
-	Container string `json:"container,omitempty" description:"container name; required when the pod has more than one"`
-	Previous  bool   `json:"previous,omitempty" description:"logs of the previous (crashed) container instance"`
-	TailLines int    `json:"tail_lines,omitempty" description:"last N lines (default 100, at most 500)"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name" description:"pod name"`
+	Container string `json:"container,omitempty" description:"required when the pod has several"`
+	Previous  bool   `json:"previous,omitempty"`
+	TailLines int    `json:"tail_lines,omitempty" description:"default 100, max 500"`
 }
 
 const (

@@ -15,7 +15,7 @@ import (
 
 // NodesArgs are the slots of k8s_nodes.
 type NodesArgs struct {
-	Name string `json:"name,omitempty" description:"one node's name; omit for all nodes (problem nodes first)"`
+	Name string `json:"name,omitempty" description:"omit for all nodes"`
 }
 
 const maxNodeRows = 100

@@ -12,10 +12,10 @@ import (
 
 // GetResourcesArgs are the slots of k8s_get_resources.
 type GetResourcesArgs struct {
-	Kind          string `json:"kind" enum:"pods,deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,services,configmaps,nodes,namespaces,events,ingresses,persistentvolumeclaims,horizontalpodautoscalers" description:"resource kind (Secrets are never listed)"`
-	Namespace     string `json:"namespace,omitempty" description:"namespace; omit for all namespaces (ignored for nodes and namespaces)"`
-	LabelSelector string `json:"label_selector,omitempty" description:"label selector, e.g. app=web,tier!=cache"`
-	Limit         int    `json:"limit,omitempty" description:"maximum rows (default 100, at most 500)"`
+	Kind          string `json:"kind" enum:"pods,deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,services,configmaps,nodes,namespaces,events,ingresses,persistentvolumeclaims,horizontalpodautoscalers"`
+	Namespace     string `json:"namespace,omitempty" description:"omit for all"`
+	LabelSelector string `json:"label_selector,omitempty" description:"e.g. app=web,tier!=cache"`
+	Limit         int    `json:"limit,omitempty" description:"default 100, max 500"`
 }
 
 const (

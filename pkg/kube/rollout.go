@@ -49,11 +49,11 @@ var rolloutKinds = []string{KindDeployments, KindStatefulSets, KindDaemonSets}
 
 // RolloutArgs are the slots of k8s_rollout.
 type RolloutArgs struct {
-	Action     string `json:"action" enum:"status,history,restart,undo,pause,resume" description:"status and history read; restart, undo, pause and resume change the workload (autonomous runs may only restart)"`
-	Kind       string `json:"kind" enum:"deployments,statefulsets,daemonsets" description:"workload kind"`
-	Namespace  string `json:"namespace" description:"workload namespace"`
-	Name       string `json:"name" description:"workload name"`
-	ToRevision int64  `json:"to_revision,omitempty" description:"undo only: revision to roll back to (default: the previous one)"`
+	Action     string `json:"action" enum:"status,history,restart,undo,pause,resume" description:"status and history read; the others change the workload (autonomous runs: restart only)"`
+	Kind       string `json:"kind" enum:"deployments,statefulsets,daemonsets"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	ToRevision int64  `json:"to_revision,omitempty" description:"undo only (default: the previous revision)"`
 }
 
 // Rollout runs one rollout action.

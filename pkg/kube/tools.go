@@ -8,8 +8,8 @@ import (
 
 // ClusterProblemsArgs are the slots of cluster_problems.
 type ClusterProblemsArgs struct {
-	Namespace string `json:"namespace,omitempty" description:"only this namespace; omit for the whole cluster (recommended first)"`
-	Since     string `json:"since,omitempty" description:"Warning event window, e.g. 30m, 2h (default 1h, at most 7d)"`
+	Namespace string `json:"namespace,omitempty" description:"omit for the whole cluster"`
+	Since     string `json:"since,omitempty" description:"event window, e.g. 2h (default 1h, max 7d)"`
 }
 
 // Tool names, as AGENT_TOOLS and the manuals spell them.
@@ -29,10 +29,7 @@ const (
 func Tools(c *Client) []tools.Tool {
 	return []tools.Tool{
 		tools.New(ToolClusterProblems,
-			"Sweep the cluster in one call: workloads below desired replicas, crash loops, OOM kills, image pull and "+
-				"config errors, unschedulable pods, failing probes, nodes not ready or under pressure, and Warning events "+
-				"grouped by object and reason. Most severe first, each with its owning workload and whether it is "+
-				"remediable, ending with a coverage block (checks run, skipped, partial). Start every health check here.",
+			"Sweep the whole cluster in one call: every problem, most severe first, with owner and remediability, then a coverage block.",
 			false, func(ctx context.Context, a ClusterProblemsArgs) (string, error) {
 				window, err := parseSince(a.Since, DefaultProblemWindow)
 				if err != nil {
@@ -45,33 +42,28 @@ func Tools(c *Client) []tools.Tool {
 				return r.Render(), nil
 			}),
 		tools.New(ToolGetResources,
-			"List objects of one kind as a table (like kubectl get), in one namespace or all, optionally filtered by a "+
-				"label selector. ConfigMaps show key names only. Secrets are never listed.",
+			"List objects of one kind as a table, like kubectl get. ConfigMaps show key names only; Secrets are never listed.",
 			false, c.GetResources),
 		tools.New(ToolDescribe,
-			"Describe one object (like kubectl describe): status, containers with limits and probes, conditions, its "+
-				"pods for workloads, and its recent events plus its pods' events grouped by reason.",
+			"Describe one object like kubectl describe: status, containers (limits, probes), conditions, its pods, recent events by reason.",
 			false, c.Describe),
 		tools.New(ToolGetEvents,
-			"List events newest first, filtered by namespace, type (Normal|Warning), reason, involved object and a time "+
-				"window. Messages are sanitized and shortened.",
+			"List events newest first, filtered; messages sanitized and shortened.",
 			false, c.GetEvents),
 		tools.New(ToolPodLogs,
-			"Read the last lines (at most 500) of one pod container's log, or of its previous instance after a crash.",
+			"Read the last lines of one pod container's log, or of its previous (crashed) instance.",
 			false, c.PodLogs),
 		tools.New(ToolGetYAML,
-			"Get one object as YAML (managedFields and last-applied annotation removed). Secrets are never read.",
+			"Get one object as YAML (managedFields and last-applied removed). Secrets are never read.",
 			false, c.GetYAML),
 		tools.New(ToolAPIResources,
-			"List the resource types the API server serves (discovery), optionally for one API group.",
+			"List the resource types the API server serves, optionally of one group.",
 			false, c.APIResources),
 		tools.New(ToolNodes,
-			"Nodes with readiness, memory/disk/PID pressure, allocatable CPU/memory/pods, taints and kubelet version; "+
-				"unhealthy nodes first with their condition messages.",
+			"Nodes: readiness, pressure, allocatable, taints, kubelet version; unhealthy first.",
 			false, c.Nodes),
 		tools.New(ToolRollout,
-			"Rollout of a deployment, statefulset or daemonset: status and history read; restart sets the restart "+
-				"annotation; undo, pause and resume are for interactive runs only. kubecrew's own workloads are refused.",
+			"Rollout of a deployment, statefulset or daemonset. kubecrew's own workloads are refused.",
 			true, c.Rollout),
 	}
 }

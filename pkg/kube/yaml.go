@@ -14,9 +14,9 @@ import (
 
 // GetYAMLArgs are the slots of k8s_get_yaml.
 type GetYAMLArgs struct {
-	Kind      string `json:"kind" enum:"pods,deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,services,configmaps,nodes,namespaces,events,ingresses,persistentvolumeclaims,horizontalpodautoscalers" description:"resource kind (Secrets are never read)"`
-	Namespace string `json:"namespace,omitempty" description:"namespace (not needed for nodes and namespaces)"`
-	Name      string `json:"name" description:"object name"`
+	Kind      string `json:"kind" enum:"pods,deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,services,configmaps,nodes,namespaces,events,ingresses,persistentvolumeclaims,horizontalpodautoscalers"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
 }
 
 const (

@@ -28,7 +28,7 @@ type RunInfo struct {
 }
 
 type postArgs struct {
-	Summary string `json:"summary" description:"the report text: outcome first (e.g. '2 problems, 1 delegated to k8s-engineer'), one line per problem, and what was not checked. No markdown tables, no headings."`
+	Summary string `json:"summary" description:"outcome first, one line per problem"`
 }
 
 // PostReportTool is post_report: it posts the run's recorded findings,
@@ -37,7 +37,7 @@ type postArgs struct {
 // run). The pulse does not post again for a target this call reached.
 func PostReportTool(d *Deliverer, info func(ctx context.Context) (RunInfo, bool)) tools.Tool {
 	return tools.New(ToolName,
-		"Post your report to the team channel under your name: the findings you recorded with report_finding (sorted by severity for you) and your summary. Call it at most once per run, and only when something is wrong.",
+		"Post your report (your recorded findings and this summary) to the team channel.",
 		false,
 		func(ctx context.Context, a postArgs) (string, error) {
 			ri, ok := info(ctx)

@@ -45,11 +45,34 @@ func New[A any](name, description string, mutating bool, fn func(ctx context.Con
 	if err != nil {
 		panic(fmt.Sprintf("tools: schema for %s: %v", name, err))
 	}
+	closedByDefault(def)
 	raw, err := json.Marshal(def)
 	if err != nil {
 		panic(fmt.Sprintf("tools: schema for %s: %v", name, err))
 	}
 	return &Func[A]{name: name, desc: description, mutating: mutating, schema: raw, fn: fn}
+}
+
+// closedByDefault drops the additionalProperties:false go-openai writes on
+// every object. Every call pays for each copy (README.md, "Model cost"), and
+// it adds nothing: Run refuses unknown fields whatever the schema says, a
+// model not in strict mode is not held to it, and llama.cpp's grammar
+// treats an object without additionalProperties as closed.
+func closedByDefault(d *jsonschema.Definition) {
+	if b, ok := d.AdditionalProperties.(bool); ok && !b {
+		d.AdditionalProperties = nil
+	}
+	for k, p := range d.Properties {
+		closedByDefault(&p)
+		d.Properties[k] = p
+	}
+	if d.Items != nil {
+		closedByDefault(d.Items)
+	}
+	for k, p := range d.Defs {
+		closedByDefault(&p)
+		d.Defs[k] = p
+	}
 }
 
 func (f *Func[A]) Name() string                { return f.name }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/a2a"
 	"github.com/kubecrew/kubecrew/pkg/api"
-	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 )
@@ -22,39 +21,32 @@ const (
 
 var errNoRun = errors.New("this tool only works inside a run")
 
-// agents lists the fleet for tool descriptions.
-func agents() string {
-	parts := make([]string, len(persona.All))
-	for i, a := range persona.All {
-		parts[i] = a.Slug + " (" + a.Name + ")"
-	}
-	return strings.Join(parts, ", ")
-}
-
+// agent_slug's enum is persona.All's slugs, in order: a struct tag must be a
+// literal, and TestAgentSlugEnumIsTheFleet holds the two equal. A persona
+// name is still accepted (a2a.Peers.Resolve).
 type askArgs struct {
-	AgentSlug string `json:"agent_slug" description:"the agent to ask: its slug or persona name, e.g. k8s-engineer or sol"`
-	Question  string `json:"question" description:"the whole question; the other agent sees nothing else of your run"`
+	AgentSlug string `json:"agent_slug" enum:"platform-sre,k8s-engineer,code-reviewer,cicd-engineer,backend-architect"`
+	Question  string `json:"question" description:"the whole question; the agent sees nothing else of your run"`
 }
 
 type notifyArgs struct {
-	AgentSlug string `json:"agent_slug" description:"the agent to tell: its slug or persona name, e.g. code-reviewer or vera"`
-	Message   string `json:"message" description:"what the agent should know; it gets no other context"`
+	AgentSlug string `json:"agent_slug" enum:"platform-sre,k8s-engineer,code-reviewer,cicd-engineer,backend-architect"`
+	Message   string `json:"message" description:"what it should know; it gets no other context"`
 }
 
 type delegateArgs struct {
-	AgentSlug string           `json:"agent_slug" description:"the agent that must act: its slug or persona name, e.g. k8s-engineer or sol"`
-	Decision  string           `json:"decision" description:"the decision, as an instruction: what to do to which workload and why (send the decision, not the question)"`
-	Finding   *api.FindingArgs `json:"finding,omitempty" description:"the finding to act on; it travels as structured data"`
-	Evidence  string           `json:"evidence,omitempty" description:"the evidence behind the decision (events, log lines, numbers)"`
+	AgentSlug string                    `json:"agent_slug" enum:"platform-sre,k8s-engineer,code-reviewer,cicd-engineer,backend-architect"`
+	Decision  string                    `json:"decision" description:"what to do to which workload, and why"`
+	Finding   *api.DelegatedFindingArgs `json:"finding,omitempty"`
+	Evidence  string                    `json:"evidence,omitempty"`
 }
 
 // Tools returns ask_agent, notify_agent and delegate_task. None of them is
 // mutating: they change nothing themselves; the receiving agent's own gates
 // decide what it may do.
 func (s *Client) Tools() []tools.Tool {
-	fleet := agents()
 	return []tools.Tool{
-		tools.New(ToolAsk, "Ask another agent of the fleet a question and wait for its answer. Agents: "+fleet+".", false,
+		tools.New(ToolAsk, "Ask another agent a question and wait for its answer.", false,
 			func(ctx context.Context, a askArgs) (string, error) {
 				res, err := s.call(ctx, engine.RunFrom(ctx), a2a.VerbAsk, a.AgentSlug, a.Question, nil)
 				if msg, ok := busyAnswer(err); ok {
@@ -65,7 +57,7 @@ func (s *Client) Tools() []tools.Tool {
 				}
 				return describe(res, "answered"), nil
 			}),
-		tools.New(ToolNotify, "Tell another agent something without waiting for an answer (it works on it on its own). Agents: "+fleet+".", false,
+		tools.New(ToolNotify, "Tell another agent something without waiting; it acts on it on its own.", false,
 			func(ctx context.Context, a notifyArgs) (string, error) {
 				res, err := s.call(ctx, engine.RunFrom(ctx), a2a.VerbNotify, a.AgentSlug, a.Message, nil)
 				if msg, ok := busyAnswer(err); ok {
@@ -76,7 +68,7 @@ func (s *Client) Tools() []tools.Tool {
 				}
 				return fmt.Sprintf("%s accepted the message (task %s); it works on it on its own and will not answer you.", res.Peer.Slug, res.TaskID), nil
 			}),
-		tools.New(ToolDelegate, "Hand a decided piece of work to the agent that may do it — send the decision and the evidence, not a question — and wait for its result. Agents: "+fleet+".", false,
+		tools.New(ToolDelegate, "Hand a decision (not a question) to the agent that may act on it, with the finding and evidence, and wait for its result.", false,
 			func(ctx context.Context, a delegateArgs) (string, error) {
 				r := engine.RunFrom(ctx)
 				if r == nil {
@@ -91,7 +83,7 @@ func (s *Client) Tools() []tools.Tool {
 				}
 				var f *api.Finding
 				if a.Finding != nil {
-					nf, err := a2a.NormalizeFinding(api.FindingFrom(*a.Finding))
+					nf, err := a2a.NormalizeFinding(api.FindingFrom(api.FindingArgs(*a.Finding)))
 					if err != nil {
 						return "", err
 					}

@@ -9,7 +9,9 @@ import (
 )
 
 // report_finding and delegate_task's finding are one schema: a model sees
-// the same fields, the same required ones, the same descriptions.
+// the same fields, types, enums and required ones. The descriptions are
+// report_finding's only (every call pays for each copy; README.md, "Model
+// cost").
 func TestOneFindingSchema(t *testing.T) {
 	a := start(t, modelEnv(llmtest.NewServer(t), "noor"))
 	_, body := do(t, "GET", a.url+"/info", "")
@@ -44,7 +46,14 @@ func TestOneFindingSchema(t *testing.T) {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
-		delete(m, "description") // the field's own description, not the finding's
+		delete(m, "description")
+		props, _ := m["properties"].(map[string]any)
+		for _, p := range props {
+			delete(p.(map[string]any), "description")
+		}
+		if len(props) < 10 {
+			t.Fatalf("finding schema has %d properties: %s", len(props), raw)
+		}
 		b, _ := json.Marshal(m)
 		return string(b)
 	}

@@ -27,7 +27,7 @@ func Tools() []tools.Tool {
 var errNoRun = errors.New("this tool only works inside a run")
 
 type loadSkillArgs struct {
-	Name string `json:"name" description:"the skill's name, as listed in the Skills section of your instructions"`
+	Name string `json:"name" description:"a name from your Skills section"`
 }
 
 func loadSkill() tools.Tool {
@@ -53,7 +53,7 @@ func loadSkill() tools.Tool {
 }
 
 func reportFinding() tools.Tool {
-	return tools.New("report_finding", "Record one problem you found. Findings recorded here always reach the report, sorted by severity.", false,
+	return tools.New("report_finding", "Record one problem you found.", false,
 		func(ctx context.Context, a api.FindingArgs) (string, error) {
 			r := engine.RunFrom(ctx)
 			if r == nil {
@@ -71,11 +71,11 @@ func reportFinding() tools.Tool {
 }
 
 type memoryReadArgs struct {
-	Path string `json:"path,omitempty" description:"/memories/<name>.md; empty lists your memory files"`
+	Path string `json:"path,omitempty"`
 }
 
 func memoryRead() tools.Tool {
-	return tools.New("memory_read", "Read one of your memory files (/memories/<name>.md), or list them.", false,
+	return tools.New("memory_read", "Read one of your memory files, or list them (no path).", false,
 		func(ctx context.Context, a memoryReadArgs) (string, error) {
 			r := engine.RunFrom(ctx)
 			if r == nil {
@@ -111,13 +111,13 @@ func memoryRead() tools.Tool {
 }
 
 type memoryWriteArgs struct {
-	Path    string `json:"path" description:"/memories/<name>.md"`
-	Content string `json:"content" description:"the whole new content of the file"`
-	Append  bool   `json:"append,omitempty" description:"append to the file instead of replacing it"`
+	Path    string `json:"path" description:"e.g. /memories/memory.md"`
+	Content string `json:"content" description:"the whole file, or what to append"`
+	Append  bool   `json:"append,omitempty"`
 }
 
 func memoryWrite() tools.Tool {
-	return tools.New("memory_write", "Write (or append to) one of your memory files (/memories/<name>.md). Durable learnings only; never secrets.", true,
+	return tools.New("memory_write", "Write or append to one of your memory files.", true,
 		func(ctx context.Context, a memoryWriteArgs) (string, error) {
 			r := engine.RunFrom(ctx)
 			if r == nil {

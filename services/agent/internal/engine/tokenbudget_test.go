@@ -64,13 +64,13 @@ func TestRunTokenBudgetHandsOverToThePlaybook(t *testing.T) {
 func TestDailyTokenBudget(t *testing.T) {
 	c := &clock{t: time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)}
 	r := newRig(t, rigOpts{budget: engine.TokenBudget{Daily: 20000}, now: c.now},
-		llmtest.WithUsage(llmtest.Text("Hello."), 17000, 100),
+		llmtest.WithUsage(llmtest.Text("Hello."), 18500, 100),
 		llmtest.WithUsage(llmtest.Text("Hello again, a new day."), 9000, 100))
-	if res := r.run(t, api.RunRequest{Task: "hello"}); res.Status != api.StatusCompleted || res.Tokens.Prompt != 17000 {
+	if res := r.run(t, api.RunRequest{Task: "hello"}); res.Status != api.StatusCompleted || res.Tokens.Prompt != 18500 {
 		t.Fatalf("first run = %+v", res)
 	}
 	st := r.eng.TokenBudget()
-	if st.Day != "2026-12-01" || st.UsedToday != 17100 || st.LeftToday == nil || *st.LeftToday != 2900 {
+	if st.Day != "2026-12-01" || st.UsedToday != 18600 || st.LeftToday == nil || *st.LeftToday != 1400 {
 		t.Fatalf("budget status = %+v", st)
 	}
 	res := r.run(t, api.RunRequest{Task: "hello"})
@@ -78,7 +78,7 @@ func TestDailyTokenBudget(t *testing.T) {
 		t.Fatalf("second run: %s after %d calls: %+v", res.Status, res.ModelCalls, res)
 	}
 	if !strings.Contains(res.Answer, "token budget is spent, and noor has no deterministic playbook for this task") ||
-		!strings.Contains(res.Error, "AGENT_TOKEN_BUDGET=20000 has 2900 left") {
+		!strings.Contains(res.Error, "AGENT_TOKEN_BUDGET=20000 has 1400 left") {
 		t.Errorf("answer %q error %q", res.Answer, res.Error)
 	}
 	c.add(2 * time.Hour) // 01:00 the next day
