@@ -20,6 +20,7 @@ type Client struct {
 	timeout     time.Duration
 	retries     int
 	temperature float32
+	maxTokens   int
 	log         *zap.Logger
 	observe     func(endpoint, outcome string, d time.Duration)
 	now         func() time.Time
@@ -36,6 +37,8 @@ type route struct {
 	// format is the strictest structured-output level the endpoint has not
 	// refused (format.go); 0 until it refuses one.
 	format atomic.Int32
+	// capField is how the answer cap is sent to the endpoint (maxtokens.go).
+	capField atomic.Int32
 }
 
 // Response is a chat completion and how it was obtained.
@@ -64,6 +67,7 @@ func New(cfg Config) (*Client, error) {
 		timeout:     timeout,
 		retries:     retries,
 		temperature: cfg.Temperature,
+		maxTokens:   cfg.MaxCompletionTokens,
 		log:         log,
 		observe:     cfg.Observe,
 		now:         time.Now,
@@ -71,6 +75,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	for i := range eps {
 		r := &route{endpoint: eps[i]}
+		r.capField.Store(int32(initialCapField(r.Model)))
 		oc := openai.DefaultConfig(r.APIKey)
 		oc.BaseURL = r.BaseURL
 		oc.HTTPClient = &wireDoer{ep: &r.endpoint, client: hc}
@@ -135,6 +140,14 @@ func (c *Client) Chat(ctx context.Context, req openai.ChatCompletionRequest) (*R
 					zap.String("endpoint", r.Name), zap.String("model", r.Model), zap.Int("status", fail.Status),
 					zap.String("format", formatName(next)), zap.String("error", fail.Msg))
 				r.format.Store(int32(next))
+				continue
+			}
+			if next, ok := c.nextCapField(r, req, fail); ok {
+				// Not a retry either: at most twice per endpoint, ever (maxtokens.go).
+				c.log.Warn("endpoint refuses how the answer cap was sent; sending again with the next field",
+					zap.String("endpoint", r.Name), zap.String("model", r.Model), zap.Int("status", fail.Status),
+					zap.String("field", capFieldName(next)), zap.String("error", fail.Msg))
+				r.capField.Store(int32(next))
 				continue
 			}
 			if retries > 0 && fail.RetryAfter > 0 && (fail.Kind == KindRateLimited || fail.Kind == KindHTTP5xx) {
@@ -241,6 +254,7 @@ func (c *Client) attempt(ctx context.Context, r *route, req openai.ChatCompletio
 	if lvl := int(r.format.Load()); req.ResponseFormat != nil && lvl > formatLevel(req.ResponseFormat) {
 		req = downgradeFormat(req, lvl)
 	}
+	req = c.withCap(r, req)
 	st := &attemptState{}
 	if r.noTemperature.Load() {
 		req.Temperature = 0 // omitted by go-openai, not spliced

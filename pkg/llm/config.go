@@ -76,6 +76,11 @@ type Config struct {
 	MaxRetries int
 	// Temperature sent when the request's Temperature is zero. Default 0.
 	Temperature float32
+	// MaxCompletionTokens caps each answer (AGENT_MAX_COMPLETION_TOKENS):
+	// sent as max_tokens, or as max_completion_tokens where the endpoint
+	// asks for it (maxtokens.go). Zero sends neither; a request that sets
+	// its own keeps it.
+	MaxCompletionTokens int
 	// HTTPClient is optional; do not set its Timeout (Config.Timeout is per
 	// attempt and applied through the context).
 	HTTPClient *http.Client

@@ -155,7 +155,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	eng, err := engine.New(engine.Options{
 		Agent: p.Info, Persona: loadPersona, Tools: set, Model: model, ModelName: modelName,
 		Playbook: code.Playbook(), Backstop: code.Backstop(), Prepare: code.Prepare(), Delegator: a2aOut,
-		Store: st, Cluster: cfg.ClusterName, Now: o.Now, MaxIterations: cfg.MaxIterations, ContextTokens: cfg.ContextTokens,
+		Store: st, Cluster: cfg.ClusterName, Now: o.Now, MaxIterations: cfg.MaxIterations, ContextTokens: cfg.ContextTokens, ReplyTokens: cfg.MaxAnswerTokens,
 		MaxCallsPerTurn: cfg.MaxCallsPerTurn, MaxCallsPerRun: cfg.MaxCallsPerRun, MaxReplyChars: cfg.MaxReplyChars,
 		MaxAnswerChars: cfg.MaxAnswerChars, Temperature: float32(cfg.Temperature), ToolOutputMax: cfg.ToolOutputMaxChars,
 		MemoryMax: cfg.MemoryMaxChars, SynthesisTimeout: cfg.SynthesisTimeout,

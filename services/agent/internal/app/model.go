@@ -28,7 +28,8 @@ func (a *App) modelClient(metrics *engine.Metrics, log *zap.Logger) (engine.Mode
 	}
 	c, err := llm.New(llm.Config{
 		Endpoints: eps, Timeout: cfg.LLMTimeout, Temperature: float32(cfg.Temperature),
-		Logger: log.Named("llm"),
+		MaxCompletionTokens: cfg.MaxAnswerTokens,
+		Logger:              log.Named("llm"),
 		Observe: func(endpoint, outcome string, _ time.Duration) {
 			metrics.ObserveModel(endpoint, outcome)
 		},

@@ -64,6 +64,7 @@ type Values struct {
 	Model              string        // AGENT_MODEL
 	MaxIterations      int           // AGENT_MAX_ITERATIONS
 	ContextTokens      int           // AGENT_CONTEXT_TOKENS
+	MaxAnswerTokens    int           // AGENT_MAX_COMPLETION_TOKENS
 	MaxCallsPerTurn    int           // AGENT_MAX_TOOL_CALLS_PER_TURN
 	MaxCallsPerRun     int           // AGENT_MAX_TOOL_CALLS_PER_RUN
 	MaxReplyChars      int           // AGENT_MAX_REPLY_CHARS
@@ -153,6 +154,7 @@ var specs = []spec{
 	{"AGENT_MODEL", "", kString, "model name; none = deterministic playbooks (default when LLM_BASE_URL is empty)", func(v *Values) any { return &v.Model }},
 	{"AGENT_MAX_ITERATIONS", "15", kInt, "model calls before the ceiling ends the run cleanly", func(v *Values) any { return &v.MaxIterations }},
 	{"AGENT_CONTEXT_TOKENS", "32000", kInt, "the model's context window: as a run's transcript nears it (tokens estimated as bytes/3), older tool outputs are compacted to head and tail", func(v *Values) any { return &v.ContextTokens }},
+	{"AGENT_MAX_COMPLETION_TOKENS", "", kInt, "cap on each model answer, sent as max_tokens (max_completion_tokens where the endpoint asks for it); default AGENT_CONTEXT_TOKENS/8, the share the context budget keeps for the reply; 0 sends no cap", func(v *Values) any { return &v.MaxAnswerTokens }},
 	{"AGENT_MAX_TOOL_CALLS_PER_TURN", "8", kInt, "tool calls run per model turn; the rest are answered 'not run'", func(v *Values) any { return &v.MaxCallsPerTurn }},
 	{"AGENT_MAX_TOOL_CALLS_PER_RUN", "60", kInt, "tool calls per run; then the model must answer without tools (status partial)", func(v *Values) any { return &v.MaxCallsPerRun }},
 	{"AGENT_MAX_REPLY_CHARS", "16000", kInt, "one model reply (its text, each tool call's arguments) is cut to this", func(v *Values) any { return &v.MaxReplyChars }},
@@ -364,6 +366,9 @@ func (c *Config) parse() error {
 		if m.val < m.min {
 			return c.fail(m.name, fmt.Sprintf("must be at least %d%s", m.min, m.why))
 		}
+	}
+	if err := c.completionCap(); err != nil {
+		return err
 	}
 	if d, r := c.TokenBudget, c.RunTokenBudget; d > 0 && r > d {
 		return c.fail("AGENT_RUN_TOKEN_BUDGET", fmt.Sprintf("%d is more than AGENT_TOKEN_BUDGET (%d), the whole day's: lower one or raise the other", r, d))

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/kubecrew/kubecrew/pkg/settings"
 )
@@ -81,4 +83,23 @@ func Secrets() []string {
 		}
 	}
 	return out
+}
+
+// completionCap derives AGENT_MAX_COMPLETION_TOKENS when unset: the eighth
+// of AGENT_CONTEXT_TOKENS the context budget keeps for the reply (README.md,
+// "How a run works"), so a request's prompt and its cap fit the window
+// (vLLM refuses a request whose prompt plus max_tokens exceeds it). A cap
+// above half the window leaves too little room for the transcript.
+func (c *Config) completionCap() error {
+	name := "AGENT_MAX_COMPLETION_TOKENS"
+	if strings.TrimSpace(c.settings[name].Value) == "" {
+		c.MaxAnswerTokens = c.ContextTokens / 8
+		c.settings[name] = Setting{Value: strconv.Itoa(c.MaxAnswerTokens), Source: SourceDefault, Where: "AGENT_CONTEXT_TOKENS/8"}
+		return nil
+	}
+	if c.MaxAnswerTokens > c.ContextTokens/2 {
+		return c.fail(name, fmt.Sprintf("%d is more than half of AGENT_CONTEXT_TOKENS (%d): the transcript would have too little room; lower it or raise AGENT_CONTEXT_TOKENS",
+			c.MaxAnswerTokens, c.ContextTokens))
+	}
+	return nil
 }

@@ -63,6 +63,10 @@ type Options struct {
 	// ContextTokens is the model's context window (AGENT_CONTEXT_TOKENS):
 	// the transcript is kept within it (window.go).
 	ContextTokens int
+	// ReplyTokens is the answer cap sent with each request
+	// (AGENT_MAX_COMPLETION_TOKENS); the window keeps at least that much
+	// free for the reply, and never less than an eighth.
+	ReplyTokens int
 	// MaxCallsPerTurn and MaxCallsPerRun cap the tool calls a model may
 	// make; MaxReplyChars one model reply, MaxAnswerChars a run's answer
 	// (caps.go).

@@ -36,8 +36,11 @@ const (
 	framingChars = 200
 )
 
-// windowLimit is the estimated prompt tokens a request may carry.
-func (e *Engine) windowLimit() int { return e.opts.ContextTokens - e.opts.ContextTokens/8 }
+// windowLimit is the estimated prompt tokens a request may carry: the
+// window less the reply's share, an eighth or the answer cap if larger.
+func (e *Engine) windowLimit() int {
+	return e.opts.ContextTokens - max(e.opts.ContextTokens/8, e.opts.ReplyTokens)
+}
 
 func estimate(msgs []openai.ChatCompletionMessage, defs []openai.Tool) int {
 	return llm.EstimateRequest(openai.ChatCompletionRequest{Messages: msgs, Tools: defs})
