@@ -106,7 +106,7 @@ func (e *Engine) budgetFallback(ctx context.Context, r *Run, o outcome, spent *B
 		"model_share_ms": r.budget.Model.Milliseconds(), "source": r.budget.Source, "iterations": o.iterations})
 	r.Event(ctx, "fallback_playbook", map[string]any{"reason": reason})
 	if err := e.opts.Playbook.Run(ctx, r); err != nil {
-		o.status, o.err = api.StatusFailed, errors.Join(spent, fmt.Errorf("deterministic playbook: %w", err))
+		o.status, o.err = fallbackStatus(err), errors.Join(spent, fmt.Errorf("deterministic playbook: %w", err))
 		return o
 	}
 	o.status, o.err = api.StatusPartial, errors.New(reason)

@@ -9,6 +9,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/tools"
 )
 
 // Caps on what one model may make a run do (README.md, "How a run works").
@@ -105,7 +106,11 @@ func (e *Engine) runCalls(ctx context.Context, r *Run, o *outcome, msgs []openai
 			out = fmt.Sprintf("ERROR: not run: its arguments were %d characters; a reply may be %d (AGENT_MAX_REPLY_CHARS). Call it again with short arguments.", oversized[tc.ID], e.opts.MaxReplyChars)
 		default:
 			o.toolCalls++
-			out, _ = r.callTool(ctx, tc.ID, tc.Function.Name, json.RawMessage(tc.Function.Arguments), outMax)
+			var oc string
+			out, oc = r.callTool(ctx, tc.ID, tc.Function.Name, json.RawMessage(tc.Function.Arguments), outMax)
+			if oc == tools.OutcomeError || oc == tools.OutcomePanic {
+				o.toolErrors++
+			}
 		}
 		msgs = append(msgs, openai.ChatCompletionMessage{
 			Role: openai.ChatMessageRoleTool, Content: FrameToolOutput(tc.Function.Name, out), ToolCallID: tc.ID, Name: tc.Function.Name,

@@ -35,7 +35,7 @@ func capEvents(evs []map[string]any, kind string) []map[string]any {
 // is answered "not run" on the wire (each tool_call_id needs its answer),
 // and the cap is a trace event.
 func TestToolCallsPerTurnCap(t *testing.T) {
-	r := newRig(t, rigOpts{}, echoes(50), llmtest.Text("done"), noSynthesis, noSynthesis)
+	r := newRig(t, rigOpts{}, echoes(50), llmtest.Text("done"), healthyReport)
 	res := r.run(t, api.RunRequest{Task: "echo everything"})
 	if res.Status != api.StatusCompleted || res.Answer != "done" {
 		t.Fatalf("result = %+v", res)

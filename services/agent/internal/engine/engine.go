@@ -374,13 +374,15 @@ type outcome struct {
 	answer     string
 	verdict    string
 	synthesis  *DiagnosticReport
+	synthErr   error // the structured report's pass ran and failed
 	iterations int
 	calls      int    // model calls, loop and synthesis
 	note       string // opens the answer: why the model was not (fully) used
 	tokens     api.Tokens
 	err        error
-	// toolCalls is the tool calls the model made that ran (caps.go).
-	toolCalls int
+	// toolCalls is the tool calls the model made that ran (caps.go),
+	// toolErrors those that failed (an error or a panic).
+	toolCalls, toolErrors int
 	// oversized is the calls of the latest reply whose arguments were cut
 	// (caps.go); originalChars the size of each compacted message before
 	// its first compaction (window.go).
@@ -415,8 +417,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	findings, source := deliver(reported, o.synthesis, answer)
 	// What a run says leaves the agent (store, report page, A2A reply, chat
 	// post): its answer and findings pass the redactor as tool output does,
-	// since a playbook or a model may quote what a tool read (README.md,
-	// "Redaction").
+	// since a playbook or a model may quote what a tool read (README.md "Redaction").
 	answer, findings = redactResult(answer, findings, e.metrics)
 	if verdict == "" {
 		verdict = deriveVerdict(o, findings, delegation)
@@ -425,6 +426,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	if delegation != nil && verdict == api.VerdictDelegated {
 		verdict = delegation.Outcome()
 	}
+	o = e.honest(bg, r, o, verdict, delegation, source)
 	finished := e.now().UTC()
 	res := api.RunResult{
 		RunID: r.ID, Agent: e.opts.Agent.Slug, WorkflowType: r.Req.WorkflowType, Status: o.status,

@@ -72,6 +72,7 @@ func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
 		if err := e.opts.Backstop(ctx, r); err != nil {
 			r.log.Warn("backstop failed", zap.Error(err))
 			r.Event(ctx, "backstop", map[string]any{"error": err.Error()})
+			r.SetPartial("the duty the persona keeps in code failed: " + err.Error())
 		}
 	}
 	return o
@@ -101,7 +102,7 @@ func (e *Engine) modelFailed(ctx context.Context, r *Run, o outcome, msgs []open
 	}
 	r.Event(ctx, "fallback_playbook", map[string]any{"reason": o.err.Error()})
 	if perr := e.opts.Playbook.Run(ctx, r); perr != nil {
-		o.status = api.StatusFailed
+		o.status = fallbackStatus(perr)
 		o.err = errors.Join(o.err, fmt.Errorf("deterministic playbook: %w", perr))
 		return o
 	}

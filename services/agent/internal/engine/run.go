@@ -49,6 +49,7 @@ type Run struct {
 	result     api.RunResult
 	sweep      *Sweep
 	changes    *api.Lifecycle // SetChanges: the run's own comparison
+	partial    []string       // why the task was done only in part (honest.go)
 }
 
 // ToolResult is one tool call of a run as the run's code sees it after

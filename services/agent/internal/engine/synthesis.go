@@ -73,6 +73,7 @@ func (e *Engine) synthesize(ctx context.Context, r *Run, o *outcome, msgs []open
 				// A refusal is the model's answer, not a glitch: asking again
 				// gets it again. The prose of the loop still delivers.
 				r.Event(ctx, "synthesis", map[string]any{"attempt": attempt, "endpoint": endpoint, "refusal": msg.Refusal})
+				o.synthErr = fmt.Errorf("the model refused the report pass: %s", msg.Refusal)
 				return nil
 			} else {
 				reasoning := stripReasoning(&msg)
@@ -84,11 +85,13 @@ func (e *Engine) synthesize(ctx context.Context, r *Run, o *outcome, msgs []open
 						})
 					}
 					r.Event(ctx, "synthesis", ev)
+					o.synthErr = nil
 					return rep
 				}
 			}
 		}
 		r.Event(ctx, "synthesis", map[string]any{"attempt": attempt, "error": err.Error()})
+		o.synthErr = fmt.Errorf("the report pass failed: %w", err)
 		if ctx.Err() != nil {
 			return nil
 		}

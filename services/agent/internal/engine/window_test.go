@@ -52,7 +52,7 @@ func windowFor(t *testing.T, room int) (contextTokens, limit int) {
 func TestContextBudgetCompactsOlderToolOutputs(t *testing.T) {
 	ctxTokens, limit := windowFor(t, 4000)
 	r := newRig(t, rigOpts{maxIter: 10, extra: []tools.Tool{bulkTool()}, limits: engine.Options{ContextTokens: ctxTokens}},
-		bulk("t1"), bulk("t2"), bulk("t3"), bulk("t4"), llmtest.Text("four bulks read"), noSynthesis, noSynthesis)
+		bulk("t1"), bulk("t2"), bulk("t3"), bulk("t4"), llmtest.Text("four bulks read"), healthyReport)
 	res := r.run(t, api.RunRequest{Task: "collect"})
 	if res.Status != api.StatusCompleted || res.Answer != "four bulks read" {
 		t.Fatalf("result = %+v", res)
@@ -104,7 +104,7 @@ func TestContextBudgetCompactsOlderToolOutputs(t *testing.T) {
 func TestContextBudgetSharesTheRoomAmongATurnsOutputs(t *testing.T) {
 	ctxTokens, limit := windowFor(t, 4000)
 	r := newRig(t, rigOpts{extra: []tools.Tool{bulkTool()}, limits: engine.Options{ContextTokens: ctxTokens}},
-		bulk("a", "b", "c"), llmtest.Text("three read"), noSynthesis, noSynthesis)
+		bulk("a", "b", "c"), llmtest.Text("three read"), healthyReport)
 	res := r.run(t, api.RunRequest{Task: "collect"})
 	if res.Status != api.StatusCompleted {
 		t.Fatalf("result = %+v", res)
