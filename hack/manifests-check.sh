@@ -149,6 +149,25 @@ for d in manifests/components/*/; do
     "$rel" "$rel" "$(basename "$d")" >"$c/kustomization.yaml"
   render "components/$(basename "$d")" "$c"
 done
+# The Helm chart, rendered with the Helm Go library (manifests/cmd/chartrender,
+# the `helm template` code path) with its defaults and with every value set.
+if [[ -n $GO ]]; then
+  if (cd manifests && GOWORK=off "$GO" build -o "$WORK/bin/chartrender" ./cmd/chartrender) 2>"$WORK/err"; then
+    for v in default full; do
+      args=(); [[ $v == full ]] && args=(-f testdata/helm/full-values.yaml)
+      if (cd manifests && "$WORK/bin/chartrender" "${args[@]}" -n "$NS" -notes "$WORK/helm_$v.notes") >"$WORK/helm_$v.yaml" 2>"$WORK/err"; then
+        renders+=("helm/$v=$WORK/helm_$v.yaml")
+      else
+        fail "render helm/$v: $(head -3 "$WORK/err")"
+      fi
+    done
+  else
+    head -20 "$WORK/err" >&2
+    fail "go build manifests/cmd/chartrender"
+  fi
+else
+  skip "the Helm chart: no go toolchain to render it"
+fi
 ok "rendered ${#renders[@]} targets: $(for r in "${renders[@]}"; do printf '%s ' "${r%%=*}"; done)"
 
 # ---- API server ---------------------------------------------------------------
@@ -188,9 +207,11 @@ if [[ $phase == Terminating ]]; then
 fi
 base=$WORK/base.yaml
 # only these kinds are applied for real (Deployments come later, one each)
-awk -v RS='\n---\n' -v ORS='\n---\n' \
-  '/(^|\n)kind: (Namespace|ServiceAccount|ClusterRole|ClusterRoleBinding|Role|RoleBinding|ValidatingAdmissionPolicy|ValidatingAdmissionPolicyBinding)(\n|$)/' \
-  "$base" >"$WORK/access.yaml"
+access() { # render → its access objects
+  awk -v RS='\n---\n' -v ORS='\n---\n' \
+    '/(^|\n)kind: (Namespace|ServiceAccount|ClusterRole|ClusterRoleBinding|Role|RoleBinding|ValidatingAdmissionPolicy|ValidatingAdmissionPolicyBinding)(\n|$)/' "$1"
+}
+access "$base" >"$WORK/access.yaml"
 if kc apply --server-side --force-conflicts --field-manager=kubecrew-manifests-check -f "$WORK/access.yaml" >"$WORK/out" 2>&1; then
   ok "applied for real: $(grep -c . "$WORK/out") objects (namespace, ServiceAccounts, RBAC, admission policy)"
   while read -r line; do CREATED+=("${line%% *}"); done < <(grep -v '^namespace/' "$WORK/out")
@@ -247,7 +268,7 @@ expect() { # want sa verb resource [ns]
 }
 agents=(agent-platform-sre agent-k8s-engineer agent-code-reviewer agent-cicd-engineer agent-backend-architect)
 rbac_ok=0
-nfail=${#failures[@]}
+nfail=0
 rules() { # sa → the resource rows the authorizer reports, "resource verb" per line
   # shellcheck disable=SC2046
   kc auth can-i --list -n default $(imp "$1") 2>"$WORK/err" | awk 'NR > 1 && $0 !~ /^[[:space:]]/ {
@@ -274,36 +295,86 @@ judge() { # sa file
 }
 bad=$(judge baseline "$WORK/rules.baseline")
 [[ -z $bad ]] || fail "every ServiceAccount of $NS already gets: $bad"
-for sa in kubecrew-core "${agents[@]}"; do
-  rules "$sa" >"$WORK/rules.all.$sa" || true
-  if [[ ! -s $WORK/rules.all.$sa ]]; then fail "can-i --list as $sa: $(head -2 "$WORK/err")"; continue; fi
-  comm -23 "$WORK/rules.all.$sa" "$WORK/rules.baseline" >"$WORK/rules.$sa"
-  bad=$(judge "$sa" "$WORK/rules.$sa")
-  if [[ -n $bad ]]; then fail "rules of $sa grant: $bad"; else rbac_ok=$((rbac_ok + 1)); fi
+# authorize LABEL: the rules of each ServiceAccount judged, then spot checks
+# of single requests, as a client would make them, against what is applied now.
+authorize() {
+  local label=$1 sa want bad
+  rbac_ok=0
+  nfail=${#failures[@]}
+  for sa in kubecrew-core "${agents[@]}"; do
+    rules "$sa" >"$WORK/rules.all.$sa" || true
+    if [[ ! -s $WORK/rules.all.$sa ]]; then fail "$label: can-i --list as $sa: $(head -2 "$WORK/err")"; continue; fi
+    comm -23 "$WORK/rules.all.$sa" "$WORK/rules.baseline" >"$WORK/rules.$sa"
+    bad=$(judge "$sa" "$WORK/rules.$sa")
+    if [[ -n $bad ]]; then fail "$label: rules of $sa grant: $bad"; else rbac_ok=$((rbac_ok + 1)); fi
+  done
+  [[ -s $WORK/rules.agent-k8s-engineer ]] && grep -qx 'deployments.apps patch' "$WORK/rules.agent-k8s-engineer" ||
+    fail "$label: Sol's rules do not include patch on deployments.apps"
+  grep -qx 'pods/eviction create' "$WORK/rules.agent-k8s-engineer" 2>/dev/null ||
+    fail "$label: Sol's rules do not include create on pods/eviction (the eviction restart)"
+  for sa in kubecrew-core "${agents[@]}"; do
+    expect no "$sa" list secrets all
+    expect no "$sa" get secrets "$NS"
+  done
+  for sa in "${agents[@]}"; do
+    expect yes "$sa" list pods all
+    want=no; [[ $sa == agent-k8s-engineer ]] && want=yes
+    expect "$want" "$sa" patch deployments.apps default
+    expect "$want" "$sa" create pods/eviction default
+  done
+  expect no agent-k8s-engineer delete pods default
+  expect no agent-k8s-engineer create pods default
+  expect no agent-k8s-engineer patch statefulsets.apps default
+  expect no agent-k8s-engineer delete deployments.apps default
+  expect no agent-platform-sre patch pods all
+  expect no agent-platform-sre delete deployments.apps all
+  expect no kubecrew-core get pods "$NS"
+  [[ ${#failures[@]} -eq $nfail ]] && ok "authorizer ($label): rules of $((${#agents[@]} + 1)) ServiceAccounts and $rbac_ok can-i answers as designed (no Secrets; only Sol patches Deployments and evicts pods; Noor read-only; core nothing)"
+}
+authorize "the base"
+for sa in kubecrew-core "${agents[@]}"; do cp "$WORK/rules.all.$sa" "$WORK/rules.base.$sa" 2>/dev/null || true; done
+
+# ---- 3b'. the Helm chart's RBAC through the same authorizer --------------------
+# The chart's access objects (the same names) applied over the base's, with
+# the same field manager, so a rule the chart lacks is removed. With the
+# default values the authorizer must report exactly the base's rules for every
+# ServiceAccount; with the full values (Ada disabled) the same checks hold for
+# the four agents left and Ada's ServiceAccount gets nothing beyond the baseline.
+helm_ok=0
+for r in "${renders[@]}"; do
+  name=${r%%=*} file=${r#*=}
+  [[ $name == helm/* ]] || continue
+  helm_ok=1
+  access "$file" >"$WORK/access.helm.yaml"
+  if ! kc apply --server-side --force-conflicts --field-manager=kubecrew-manifests-check -f "$WORK/access.helm.yaml" >"$WORK/out" 2>&1; then
+    cat "$WORK/out" >&2
+    fail "apply the RBAC of $name"
+    continue
+  fi
+  if [[ $name == helm/full ]]; then
+    agents=(agent-platform-sre agent-k8s-engineer agent-code-reviewer agent-cicd-engineer)
+    authorize "$name"
+    rules agent-backend-architect >"$WORK/rules.ada" || true
+    if [[ -s $WORK/rules.ada ]] && cmp -s "$WORK/rules.ada" "$WORK/rules.baseline"; then
+      ok "authorizer ($name): Ada, disabled, gets nothing beyond the baseline"
+    else
+      fail "authorizer ($name): Ada is disabled but gets: $(comm -23 "$WORK/rules.ada" "$WORK/rules.baseline" | paste -sd, -)"
+    fi
+    agents=(agent-platform-sre agent-k8s-engineer agent-code-reviewer agent-cicd-engineer agent-backend-architect)
+    continue
+  fi
+  authorize "$name"
+  same=0
+  for sa in kubecrew-core "${agents[@]}"; do
+    if cmp -s "$WORK/rules.all.$sa" "$WORK/rules.base.$sa"; then same=$((same + 1))
+    else fail "authorizer: $sa's rules from $name differ from the base's: $(diff "$WORK/rules.base.$sa" "$WORK/rules.all.$sa" | grep '^[<>]' | paste -sd, -)"; fi
+  done
+  [[ $same -eq $((${#agents[@]} + 1)) ]] && ok "authorizer: $name grants every ServiceAccount exactly the base's rules"
 done
-[[ -s $WORK/rules.agent-k8s-engineer ]] && grep -qx 'deployments.apps patch' "$WORK/rules.agent-k8s-engineer" ||
-  fail "Sol's rules do not include patch on deployments.apps"
-grep -qx 'pods/eviction create' "$WORK/rules.agent-k8s-engineer" 2>/dev/null ||
-  fail "Sol's rules do not include create on pods/eviction (the eviction restart)"
-# spot checks: single requests, as a client would make them
-for sa in kubecrew-core "${agents[@]}"; do
-  expect no "$sa" list secrets all
-  expect no "$sa" get secrets "$NS"
-done
-for sa in "${agents[@]}"; do
-  expect yes "$sa" list pods all
-  want=no; [[ $sa == agent-k8s-engineer ]] && want=yes
-  expect "$want" "$sa" patch deployments.apps default
-  expect "$want" "$sa" create pods/eviction default
-done
-expect no agent-k8s-engineer delete pods default
-expect no agent-k8s-engineer create pods default
-expect no agent-k8s-engineer patch statefulsets.apps default
-expect no agent-k8s-engineer delete deployments.apps default
-expect no agent-platform-sre patch pods all
-expect no agent-platform-sre delete deployments.apps all
-expect no kubecrew-core get pods "$NS"
-[[ ${#failures[@]} -eq $nfail ]] && ok "authorizer: rules of 6 ServiceAccounts and $rbac_ok can-i answers as designed (no Secrets; only Sol patches Deployments and evicts pods; Noor read-only; core nothing)"
+[[ $helm_ok == 1 ]] || skip "the Helm chart's RBAC: not rendered (no go toolchain)"
+# back to the base's objects for the admission checks
+kc apply --server-side --force-conflicts --field-manager=kubecrew-manifests-check -f "$WORK/access.yaml" >/dev/null 2>&1 ||
+  fail "re-apply the base's RBAC"
 
 # ---- 3c. the admission policy keeps Sol off the fleet --------------------------
 # Two Deployments for real: Noor's (part-of=kubecrew) and an ordinary one.

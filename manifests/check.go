@@ -72,6 +72,13 @@ type Expectations struct {
 	PDB bool
 	// PulseCronJob: the pulse component is included.
 	PulseCronJob bool
+	// Agents: the personas installed, by slug, with their replicas; the
+	// others must be absent (nil = all five with Fleet's replicas). The Helm
+	// chart lets a user choose (agents.personas.<slug>).
+	Agents map[string]int
+	// Secrets: Secrets other than SecretName that references may name, with
+	// keys of any name (the Helm chart's {secretName, key} references).
+	Secrets map[string]bool
 }
 
 // Contract is what the manifests are checked against that lives outside
@@ -90,7 +97,7 @@ type Contract struct {
 func Check(r *Render, want Expectations, c Contract) []string {
 	var p problems
 	checkLabels(r, &p)
-	checkPods(r, c, &p)
+	checkPods(r, want, c, &p)
 	checkRBAC(r, &p)
 	checkCore(r, want, c, &p)
 	checkAgents(r, want, c, &p)
@@ -364,7 +371,7 @@ func checkOverlay(r *Render, want Expectations, p *problems) {
 		script := ""
 		for _, c := range ctr {
 			script += strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
-			checkSecretEnv(cj.Ref(), c, "AUTH_TOKEN", SecretName, false, p)
+			checkSecretEnv(cj.Ref(), c, "AUTH_TOKEN", SecretName, want.Secrets, false, p)
 		}
 		if !strings.Contains(script, "agent-platform-sre") || !strings.Contains(script, "/pulse") || !strings.Contains(script, "POST") {
 			p.addf("%s: does not POST /pulse on agent-platform-sre", cj.Ref())

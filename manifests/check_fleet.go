@@ -46,7 +46,7 @@ func checkCore(r *Render, want Expectations, c Contract, p *problems) {
 	env := effectiveEnv(r, ctr)
 	checkEnvNames(d.Ref(), env, c.CoreEnv, p)
 	for _, k := range []string{"AUTH_TOKEN", "DATABASE_URL"} {
-		checkSecretEnv(d.Ref(), ctr, k, SecretName, k == "DATABASE_URL" && want.DatabaseRequired, p)
+		checkSecretEnv(d.Ref(), ctr, k, SecretName, want.Secrets, k == "DATABASE_URL" && want.DatabaseRequired, p)
 	}
 	checkNamespaceEnv(d.Ref(), ctr, p)
 	// ROUTES_FILE must point at a file a ConfigMap volume provides.
@@ -84,16 +84,27 @@ func checkTimeouts(r *Render, ref string, env map[string]envValue, p *problems) 
 // persona files owning their settings, Secrets optional.
 func checkAgents(r *Render, want Expectations, c Contract, p *problems) {
 	seen := map[string]bool{}
+	forge := map[string][]string{} // Secret/key → the agents reading their forge token from it
 	for _, a := range Fleet {
 		name := "agent-" + a.Slug
 		seen[name] = true
 		d := r.Deployment(name)
-		if d == nil {
+		replicas, installed := a.Replicas, true
+		if want.Agents != nil {
+			replicas, installed = want.Agents[a.Slug]
+		}
+		switch {
+		case d == nil && installed:
 			p.addf("no Deployment %s", name)
 			continue
+		case d == nil:
+			continue
+		case !installed:
+			p.addf("%s: persona %s is not meant to be installed", d.Ref(), a.Slug)
+			continue
 		}
-		if d.Spec.Replicas == nil || *d.Spec.Replicas != a.Replicas {
-			p.addf("%s: replicas %v, want %d", d.Ref(), deref(d.Spec.Replicas), a.Replicas)
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != replicas {
+			p.addf("%s: replicas %v, want %d", d.Ref(), deref(d.Spec.Replicas), replicas)
 		}
 		spec := d.Spec.Template.Spec
 		if spec.ServiceAccountName != name {
@@ -130,12 +141,13 @@ func checkAgents(r *Render, want Expectations, c Contract, p *problems) {
 			p.addf("%s: %s is set by the %s and silently overrides agents/%s/agent.env", d.Ref(), k, v.from, a.Persona)
 		}
 		for _, k := range []string{"LLM_API_KEY", "AUTH_TOKEN", "DISCORD_WEBHOOK_URL", "DATABASE_URL"} {
-			checkSecretEnv(d.Ref(), ctr, k, SecretName, k == "DATABASE_URL" && want.DatabaseRequired, p)
+			checkSecretEnv(d.Ref(), ctr, k, SecretName, want.Secrets, k == "DATABASE_URL" && want.DatabaseRequired, p)
 		}
 		// Forge credentials are each agent's own: one shared account would
 		// make Vera's approval of Sol's PR a self-approval GitHub refuses.
 		for _, k := range ForgeKeys {
-			checkSecretEnv(d.Ref(), ctr, k, ForgeSecretName(a.Slug), false, p)
+			checkSecretEnv(d.Ref(), ctr, k, ForgeSecretName(a.Slug), want.Secrets, false, p)
+			forge[secretOf(ctr, k)] = append(forge[secretOf(ctr, k)], a.Slug)
 		}
 		checkNamespaceEnv(d.Ref(), ctr, p)
 		checkService(r, name, d, 8000, p)
@@ -147,6 +159,11 @@ func checkAgents(r *Render, want Expectations, c Contract, p *problems) {
 		u := strings.NewReplacer("{slug}", a.Slug, "{namespace}", d.Metadata.Namespace).Replace(tmpl)
 		if wantURL := "http://" + name + "." + d.Metadata.Namespace + ".svc:8000"; u != wantURL {
 			p.addf("%s: PEER_URL_TEMPLATE gives %s, but the Service is %s", d.Ref(), u, wantURL)
+		}
+	}
+	for ref, slugs := range forge {
+		if ref != "" && len(slugs) > 1 {
+			p.addf("agents %s read their forge token from one Secret %s: GitHub refuses an approval from the PR's opener", strings.Join(slugs, ", "), ref)
 		}
 	}
 	for _, d := range r.Deployments {
@@ -202,7 +219,19 @@ func checkEnvNames(ref string, env map[string]envValue, known map[string]bool, p
 	}
 }
 
-func checkSecretEnv(ref string, ctr Container, name, secret string, required bool, p *problems) {
+// secretOf names the Secret and key an env var is read from ("" if none).
+func secretOf(ctr Container, name string) string {
+	for _, e := range ctr.Env {
+		if e.Name == name && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			return e.ValueFrom.SecretKeyRef.Name + "/" + e.ValueFrom.SecretKeyRef.Key
+		}
+	}
+	return ""
+}
+
+// checkSecretEnv: name comes from Secret secret (or one the user named,
+// others), optional unless required.
+func checkSecretEnv(ref string, ctr Container, name, secret string, others map[string]bool, required bool, p *problems) {
 	for _, e := range ctr.Env {
 		if e.Name != name {
 			continue
@@ -211,7 +240,7 @@ func checkSecretEnv(ref string, ctr Container, name, secret string, required boo
 			p.addf("%s: %s must come from Secret %s (secretKeyRef), not a literal", ref, name, secret)
 			return
 		}
-		if got := e.ValueFrom.SecretKeyRef.Name; got != secret {
+		if got := e.ValueFrom.SecretKeyRef.Name; got != secret && !others[got] {
 			p.addf("%s: %s comes from Secret %s, want %s", ref, name, got, secret)
 		}
 		opt := e.ValueFrom.SecretKeyRef.Optional

@@ -8,7 +8,7 @@ import (
 )
 
 // checkPods: probes, resources, security context, Secret references.
-func checkPods(r *Render, c Contract, p *problems) {
+func checkPods(r *Render, want Expectations, c Contract, p *problems) {
 	for _, ot := range r.PodTemplates() {
 		ref, spec := ot.Owner.Ref(), &ot.Template.Spec
 		if spec.HostNetwork || spec.HostPID {
@@ -31,7 +31,7 @@ func checkPods(r *Render, c Contract, p *problems) {
 			cref := ref + " container " + ctr.Name
 			checkContainerSecurity(cref, ctr, p)
 			checkResources(cref, ctr, ot.Owner.Kind == "Deployment", p)
-			checkSecretRefs(cref, ctr, p)
+			checkSecretRefs(cref, ctr, want.Secrets, p)
 			if ot.Owner.Kind == "Deployment" {
 				checkProbes(cref, ctr, p)
 				if len(ctr.Command) == 0 {
@@ -114,7 +114,7 @@ func checkResources(ref string, ctr Container, ours bool, p *problems) {
 	}
 }
 
-func checkSecretRefs(ref string, ctr Container, p *problems) {
+func checkSecretRefs(ref string, ctr Container, others map[string]bool, p *problems) {
 	for _, ef := range ctr.EnvFrom {
 		if ef.SecretRef != nil {
 			p.addf("%s: envFrom secretRef %s: reference keys one by one", ref, ef.SecretRef.Name)
@@ -125,6 +125,9 @@ func checkSecretRefs(ref string, ctr Container, p *problems) {
 			continue
 		}
 		k := e.ValueFrom.SecretKeyRef
+		if others[k.Name] {
+			continue // a Secret of the user's naming: its keys are theirs too
+		}
 		switch {
 		case slices.Contains(ForgeKeys, e.Name):
 			// an agent's own forge Secret; checkFleet checks whose
