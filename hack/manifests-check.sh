@@ -19,6 +19,11 @@
 #      him restart an ordinary one.
 #   4. the Alertmanager snippet: amtool check-config and routes test
 #      (fixture namespaces → null, before the kubecrew route).
+#   The Helm chart (manifests/helm/kubecrew) goes through 2 and 3 too:
+#   rendered by manifests/cmd/chartrender (the Helm Go library) with its
+#   defaults and testdata/helm/full-values.yaml, dry-run, and its RBAC
+#   applied over the base's and judged by the same authorizer checks (the
+#   defaults must grant exactly the base's rules).
 #
 # Uses the API server named by KUBECREW_TEST_KUBECONFIG (make test starts one),
 # else starts its own with hack/testenv.sh and stops it on exit. A missing
