@@ -9,7 +9,7 @@ MODULES := pkg agents services/agent services/core
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/kubecrew/kubecrew/pkg/buildinfo.Version=$(VERSION)
 
-.PHONY: help build test run e2e eval lint bench fuzz checkdeps vet fmt staticcheck sizes clean
+.PHONY: help build image test run e2e eval lint bench fuzz checkdeps vet fmt staticcheck sizes clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -20,6 +20,9 @@ build: ## build the agent and core binaries into bin/
 	cd services/core && $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/core .
 	cd services/agent && $(GO) build -trimpath -o $(BIN)/sandbox ./cmd/sandbox
 	cd services/agent && $(GO) build -trimpath -o $(BIN)/eval ./cmd/eval
+
+image: ## the OCI image index (linux/amd64 + linux/arm64) without a container engine: bin/image/oci (layout) and bin/image/kubecrew.oci.tar (IMAGE_ARGS="-platforms linux/amd64")
+	cd manifests && GOWORK=off $(GO) run ./cmd/image -root .. -out ../bin/image -version $(VERSION) $(IMAGE_ARGS)
 
 e2e: build ## the whole loop headless on a sandbox API server; exits 0 only when the PR is merged
 	bin/sandbox -headless -core-port 0 -agent-port 0

@@ -33,3 +33,7 @@ run services/core 'BenchmarkOverview' 30x
 run pkg 'BenchmarkPruneMillionDecisions' 50x
 run services/core 'BenchmarkBusyQueueSoak' 300x
 run pkg 'BenchmarkPermitRestart' 2000x
+# start time of the agent and core run from the engine-less image's unpacked layers (ms/boot to /health 200);
+# manifests/ is outside go.work
+echo "== manifests (BenchmarkBootFromImage)"
+(cd manifests && GOWORK=off go test -run '^$' -bench 'BenchmarkBootFromImage' -benchtime 10x -count 1 . 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)')
