@@ -350,11 +350,14 @@ type Info struct {
 	Settings        map[string]config.Setting `json:"settings"`
 	UnknownSettings []settings.Unknown        `json:"unknown_settings"`
 	Warnings        []string                  `json:"warnings"`
+	// Budget is the core's part of the time-budget chain (budget.go).
+	Budget []InfoBudget `json:"budget"`
 }
 
 func (a *App) info(w http.ResponseWriter, _ *http.Request) {
 	api.WriteJSON(w, http.StatusOK, Info{
 		Version: buildinfo.Version, Settings: a.cfg.Settings,
 		UnknownSettings: append([]settings.Unknown{}, a.cfg.Unknown...), Warnings: append([]string{}, a.cfg.Warnings...),
+		Budget: budgetChain(a.cfg),
 	})
 }

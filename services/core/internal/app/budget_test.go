@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -69,5 +70,31 @@ func TestBusyAgentIsRetriedNotFailed(t *testing.T) {
 	runs := c.Agent.Runs()
 	if len(runs) != 2 || runs[1].Request.BudgetMS >= runs[0].Request.BudgetMS {
 		t.Errorf("agent got %d calls; want 2, the second with less budget than the first", len(runs))
+	}
+}
+
+// GET /info shows the core's part of the time-budget chain: the call, the
+// budget it sends (the call less its margin), the cooldown above both.
+func TestInfoShowsTheBudgetChain(t *testing.T) {
+	t.Parallel()
+	c := newCore(t, coreOpts{env: map[string]string{"AGENT_CALL_TIMEOUT": "100s", "ALERT_COOLDOWN": "5m"}})
+	code, b := call(t, http.MethodGet, c.URL+"/info", nil)
+	if code != 200 {
+		t.Fatalf("/info: %d %s", code, b)
+	}
+	var info struct {
+		Budget []struct{ Step, Bound, Rule string } `json:"budget"`
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]string{{"agent call", "1m40s"}, {"agent run", "1m30s"}, {"alert cooldown", "5m0s"}}
+	if len(info.Budget) != len(want) {
+		t.Fatalf("budget = %+v", info.Budget)
+	}
+	for i, w := range want {
+		if s := info.Budget[i]; s.Step != w[0] || s.Bound != w[1] || s.Rule == "" {
+			t.Errorf("step %d = %+v, want %s %s", i, s, w[0], w[1])
+		}
 	}
 }
