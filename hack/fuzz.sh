@@ -31,6 +31,7 @@ targets=(
   "pkg ./gitops FuzzBumpMemoryPositions"
   "pkg ./gitops FuzzTrivialMergeCheck"
   "pkg ./gitops FuzzMergeTarget"
+  "pkg ./gitops FuzzPathTemplates"
   "pkg ./deployreview FuzzReview"
   "pkg ./deployreview FuzzReviewAPI"
   "services/core ./internal/webhook FuzzDecode"

@@ -26,6 +26,12 @@ type Located struct {
 // never assumes a file name. Several candidate files are narrowed to those
 // holding the container's memory limit; more than one left is an error.
 func LocateManifest(ctx context.Context, f Forge, namespace, kind, name, container string) (*Located, error) {
+	return LocateManifestIn(ctx, f, nil, namespace, kind, name, container)
+}
+
+// LocateManifestIn is LocateManifest trying the directories first, in
+// order (expanded PathTemplates: a cluster's own part of the repository).
+func LocateManifestIn(ctx context.Context, f Forge, first []string, namespace, kind, name, container string) (*Located, error) {
 	ck := CanonicalKind(kind)
 	if ck == "" {
 		return nil, fmt.Errorf("%w: kind %q has no pod template", ErrRefused, kind)
@@ -40,7 +46,7 @@ func LocateManifest(ctx context.Context, f Forge, namespace, kind, name, contain
 		return nil, fmt.Errorf("listing the repository: %w", err)
 	}
 	seen := map[string]bool{}
-	dirs := []string{"apps/" + name, "apps/base/" + name}
+	dirs := append(append([]string{}, first...), "apps/"+name, "apps/base/"+name)
 	if namespace != "" && !strings.ContainsAny(namespace, "/\\") && namespace != ".." {
 		dirs = append(dirs, namespace+"/"+name)
 	}

@@ -51,6 +51,21 @@ type Options struct {
 	// Envelope judges opening a PR and merging one right before either is
 	// done (README.md, "The action envelope"); nil: none.
 	Envelope tools.Envelope
+	// Paths are tried first when locating a manifest, expanded with
+	// Cluster (the agent's CLUSTER_NAME), the namespace and the name.
+	Paths   []PathTemplate
+	Cluster string
+}
+
+// firstDirs expands the path templates for one workload.
+func (o Options) firstDirs(namespace, name string) []string {
+	var out []string
+	for _, t := range o.Paths {
+		if d, ok := t.Dir(o.Cluster, namespace, name); ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func (o Options) withDefaults() Options {
@@ -199,7 +214,7 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 		return nil, fmt.Errorf("%d agent PRs are open and not stale (cap %d): %s — review or close them first%s",
 			len(fresh), s.opts.MaxOpenPRs, prList(fresh), staleNote(stale, s.opts.Now()))
 	}
-	loc, err := LocateManifest(ctx, s.f, req.Namespace, kind, req.Name, req.Container)
+	loc, err := LocateManifestIn(ctx, s.f, s.opts.firstDirs(req.Namespace, req.Name), req.Namespace, kind, req.Name, req.Container)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,12 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		a.forgeOK = true
 	}
 	a.forge = forge
+	paths, err := gitops.ParsePathTemplates(cfg.GitOpsPathTemplate)
+	if err != nil {
+		return &config.Error{Var: "GITOPS_PATH_TEMPLATE", Msg: err.Error()}
+	}
 	a.Git = gitops.NewService(forge, cfg.Persona.Slug, gitops.Options{
+		Paths: paths, Cluster: cfg.ClusterName,
 		MaxOpenPRs: cfg.GitOpsMaxOpenPRs, StaleAfter: cfg.GitOpsStaleAfter,
 		SettleAfter: cfg.GitOpsSettleAfter,
 		// get_pr's own truncation (which forbids approval) must bite before the

@@ -108,6 +108,7 @@ type Values struct {
 	GitOpsForge        string        // GITOPS_FORGE
 	GitOpsRepo         string        // GITOPS_REPO
 	GitOpsBranch       string        // GITOPS_BRANCH
+	GitOpsPathTemplate string        // GITOPS_PATH_TEMPLATE
 	GitOpsMaxOpenPRs   int           // GITOPS_MAX_OPEN_PRS
 	GitOpsStaleAfter   time.Duration // GITOPS_STALE_AFTER
 	GitOpsSettleAfter  time.Duration // GITOPS_SETTLE_AFTER
@@ -198,6 +199,7 @@ var specs = []spec{
 	{"GITOPS_FORGE", "", kString, "github|local", func(v *Values) any { return &v.GitOpsForge }},
 	{"GITOPS_REPO", "", kString, "owner/name, or a local repository path", func(v *Values) any { return &v.GitOpsRepo }},
 	{"GITOPS_BRANCH", "main", kString, "base branch", func(v *Values) any { return &v.GitOpsBranch }},
+	{"GITOPS_PATH_TEMPLATE", "", kString, "directories tried first for a workload's manifest, comma-separated, with {cluster} (CLUSTER_NAME), {namespace}, {name}: clusters/{cluster}/apps/{name}", func(v *Values) any { return &v.GitOpsPathTemplate }},
 	{"GITOPS_MAX_OPEN_PRS", "5", kInt, "open agent PR cap", func(v *Values) any { return &v.GitOpsMaxOpenPRs }},
 	{"GITOPS_STALE_AFTER", "168h", kDuration, "agent PRs older than this are reported stale", func(v *Values) any { return &v.GitOpsStaleAfter }},
 	{"GITOPS_SETTLE_AFTER", "24h", kDuration, "a finding whose fix merged this recently gets no new PR", func(v *Values) any { return &v.GitOpsSettleAfter }},
