@@ -25,7 +25,7 @@ const SecretName = "kubecrew-secrets"
 
 // ForgeKeys are the forge credentials each agent reads from its own Secret
 // (ForgeSecretName), never from the shared one.
-var ForgeKeys = []string{"GITHUB_TOKEN"}
+var ForgeKeys = []string{"GITHUB_TOKEN", "GITHUB_APP_ID", "GITHUB_APP_INSTALLATION_ID"}
 
 // ForgeSecretName is the Secret holding agent slug's forge credentials.
 func ForgeSecretName(slug string) string { return "kubecrew-forge-" + slug }

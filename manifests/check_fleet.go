@@ -149,6 +149,11 @@ func checkAgents(r *Render, want Expectations, c Contract, p *problems) {
 			checkSecretEnv(d.Ref(), ctr, k, ForgeSecretName(a.Slug), want.Secrets, false, p)
 			forge[secretOf(ctr, k)] = append(forge[secretOf(ctr, k)], a.Slug)
 		}
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Secret != nil && v.Secret.SecretName != ForgeSecretName(a.Slug) {
+				p.addf("%s: volume %s mounts Secret %s, want its own %s", d.Ref(), v.Name, v.Secret.SecretName, ForgeSecretName(a.Slug))
+			}
+		}
 		checkNamespaceEnv(d.Ref(), ctr, p)
 		checkService(r, name, d, 8000, p)
 		// The default peer URL must reach this Service.

@@ -42,8 +42,12 @@ func checkPods(r *Render, want Expectations, c Contract, p *problems) {
 			}
 		}
 		for _, v := range spec.Volumes {
-			if v.Secret != nil {
-				p.addf("%s: volume %s mounts a Secret; the fleet takes Secrets only as optional env references", ref, v.Name)
+			switch {
+			case v.Secret == nil:
+			case !strings.HasPrefix(v.Secret.SecretName, ForgeSecretName("")):
+				p.addf("%s: volume %s mounts a Secret; the fleet takes Secrets only as optional env references (and an agent's own forge Secret for its App key)", ref, v.Name)
+			case v.Secret.Optional == nil || !*v.Secret.Optional:
+				p.addf("%s: volume %s: the forge Secret must be optional: true (absent = no App)", ref, v.Name)
 			}
 		}
 	}

@@ -213,6 +213,7 @@ type Volume struct {
 	} `yaml:"emptyDir"`
 	Secret *struct {
 		SecretName string `yaml:"secretName"`
+		Optional   *bool  `yaml:"optional"`
 	} `yaml:"secret"`
 }
 

@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/PagerDuty/go-pagerduty v1.8.0
 	github.com/a2aproject/a2a-go v0.3.3
+	github.com/bradleyfalzon/ghinstallation/v2 v2.19.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-logr/zapr v1.3.0
 	github.com/google/go-github/v93 v93.0.0
@@ -23,6 +24,8 @@ require (
 )
 
 require (
+	github.com/golang-jwt/jwt/v4 v4.5.2 // indirect
+	github.com/google/go-github/v88 v88.0.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 )

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -18,14 +19,31 @@ var ErrNoForge = errors.New("no GitOps repository configured (GITOPS_FORGE, GITO
 type ForgeSettings struct {
 	Kind, Repo, Branch        string
 	GitHubToken, GitHubAPIURL string
+	// GitHubApp, when any of it is set, is the App installation to act as
+	// instead of a token.
+	GitHubApp GitHubApp
 }
 
 // ForgeFromEnv builds the forge named by the agent environment
 // (README.md, GitOps): GITOPS_FORGE, GITOPS_REPO, GITOPS_BRANCH,
 // GITHUB_TOKEN, GITHUB_API_URL. getenv is os.Getenv in production.
 func ForgeFromEnv(getenv func(string) string, httpClient *http.Client) (Forge, error) {
+	var app GitHubApp
+	for _, v := range []struct {
+		name string
+		to   *int64
+	}{{"GITHUB_APP_ID", &app.AppID}, {"GITHUB_APP_INSTALLATION_ID", &app.InstallationID}} {
+		if s := strings.TrimSpace(getenv(v.name)); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf("%s=%q: want a positive number", v.name, s)
+			}
+			*v.to = n
+		}
+	}
+	app.PrivateKeyFile = strings.TrimSpace(getenv("GITHUB_APP_PRIVATE_KEY_FILE"))
 	return NewForge(ForgeSettings{Kind: getenv("GITOPS_FORGE"), Repo: getenv("GITOPS_REPO"), Branch: getenv("GITOPS_BRANCH"),
-		GitHubToken: getenv("GITHUB_TOKEN"), GitHubAPIURL: getenv("GITHUB_API_URL")}, httpClient)
+		GitHubToken: getenv("GITHUB_TOKEN"), GitHubAPIURL: getenv("GITHUB_API_URL"), GitHubApp: app}, httpClient)
 }
 
 // NewForge builds the forge s names; ErrNoForge when it names none.
@@ -49,6 +67,12 @@ func NewForge(s ForgeSettings, httpClient *http.Client) (Forge, error) {
 		owner, name, ok := strings.Cut(repo, "/")
 		if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
 			return nil, fmt.Errorf("GITOPS_REPO=%q: want owner/name for the github forge", repo)
+		}
+		if s.GitHubApp != (GitHubApp{}) {
+			if s.GitHubToken != "" {
+				return nil, errors.New("GITHUB_TOKEN and a GitHub App (GITHUB_APP_ID, …) are both set: give this agent one identity, not two")
+			}
+			return NewGitHubAppForge(owner, name, branch, s.GitHubApp, strings.TrimSpace(s.GitHubAPIURL), httpClient)
 		}
 		return NewGitHub(owner, name, branch, s.GitHubToken, strings.TrimSpace(s.GitHubAPIURL), httpClient)
 	case "":

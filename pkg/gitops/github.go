@@ -44,20 +44,36 @@ var (
 // apiURL is GITHUB_API_URL ("" = https://api.github.com; a GitHub
 // Enterprise or test server otherwise, used as given). httpClient may be nil.
 func NewGitHub(owner, repo, base, token, apiURL string, httpClient *http.Client) (*GitHub, error) {
-	if owner == "" || repo == "" || base == "" {
-		return nil, errors.New("github forge: owner, repository and base branch are required")
-	}
 	if token == "" {
 		return nil, errors.New("github forge: a token is required (GITHUB_TOKEN)")
 	}
-	opts := []github.ClientOptionsFunc{github.WithAuthToken(token), github.WithUserAgent("kubecrew-gitops")}
+	c, err := githubClient(apiURL, httpClient, github.WithAuthToken(token))
+	if err != nil {
+		return nil, err
+	}
+	return newGitHub(owner, repo, base, c, nil)
+}
+
+func newGitHub(owner, repo, base string, c *github.Client, whoami func(context.Context) (string, error)) (*GitHub, error) {
+	if owner == "" || repo == "" || base == "" {
+		return nil, errors.New("github forge: owner, repository and base branch are required")
+	}
+	g := &GitHub{c: c, owner: owner, repo: repo, base: base, whoami: whoami}
+	if g.whoami == nil {
+		g.whoami = g.userLogin
+	}
+	return g, nil
+}
+
+// githubClient is a go-github client for apiURL ("" = api.github.com).
+func githubClient(apiURL string, httpClient *http.Client, extra ...github.ClientOptionsFunc) (*github.Client, error) {
+	opts := append([]github.ClientOptionsFunc{github.WithUserAgent("kubecrew-gitops")}, extra...)
 	if httpClient != nil {
 		opts = append(opts, github.WithHTTPClient(httpClient))
 	}
 	if apiURL != "" {
-		u, err := url.Parse(apiURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("github forge: invalid API URL %q", apiURL)
+		if err := validAPIURL(apiURL); err != nil {
+			return nil, err
 		}
 		opts = append(opts, github.WithURLs(&apiURL, &apiURL))
 	}
@@ -65,9 +81,15 @@ func NewGitHub(owner, repo, base, token, apiURL string, httpClient *http.Client)
 	if err != nil {
 		return nil, fmt.Errorf("github forge: %w", err)
 	}
-	g := &GitHub{c: c, owner: owner, repo: repo, base: base}
-	g.whoami = g.userLogin
-	return g, nil
+	return c, nil
+}
+
+func validAPIURL(apiURL string) error {
+	u, err := url.Parse(apiURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("github forge: invalid API URL %q", apiURL)
+	}
+	return nil
 }
 
 // ghErr turns a go-github error into ours: 404 → ErrNotFound.

@@ -44,6 +44,9 @@ type fakeGitHub struct {
 	// userForbidden answers GET /user 403, as GitHub does for an App
 	// installation token.
 	userForbidden bool
+	// apps: installation id → the App's slug; an installation token minted
+	// for it acts as "<slug>[bot]".
+	apps map[int64]string
 }
 
 type fakePR struct {
@@ -132,7 +135,13 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 		call += "?" + q.Encode()
 	}
 	f.calls = append(f.calls, call)
-	user, ok := f.users[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+	if strings.HasPrefix(r.URL.Path, "/app") {
+		f.serveApp(w, r)
+		return
+	}
+	// GitHub takes "Bearer <token>" and "token <token>" (ghinstallation's)
+	auth := r.Header.Get("Authorization")
+	user, ok := f.users[strings.TrimPrefix(strings.TrimPrefix(auth, "Bearer "), "token ")]
 	if !ok {
 		ghError(w, http.StatusUnauthorized, "Bad credentials")
 		return

@@ -57,8 +57,12 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		reg.Add(t)
 	}
 
+	var app gitops.GitHubApp
+	if cfg.GitHubAppID != 0 { // the key file is read only for an App (the manifests always name its path)
+		app = gitops.GitHubApp{AppID: int64(cfg.GitHubAppID), InstallationID: int64(cfg.GitHubAppInstall), PrivateKeyFile: cfg.GitHubAppKeyFile}
+	}
 	forge, err := gitops.NewForge(gitops.ForgeSettings{Kind: cfg.GitOpsForge, Repo: cfg.GitOpsRepo, Branch: cfg.GitOpsBranch,
-		GitHubToken: cfg.GitHubToken, GitHubAPIURL: cfg.GitHubAPIURL}, &http.Client{Timeout: 30 * time.Second})
+		GitHubToken: cfg.GitHubToken, GitHubAPIURL: cfg.GitHubAPIURL, GitHubApp: app}, &http.Client{Timeout: 30 * time.Second})
 	switch {
 	case errors.Is(err, gitops.ErrNoForge):
 		a.Log.Info("no GitOps repository configured: GitOps tools will say so")

@@ -114,6 +114,9 @@ type Values struct {
 	GitOpsSettleAfter  time.Duration // GITOPS_SETTLE_AFTER
 	GitHubToken        string        // GITHUB_TOKEN
 	GitHubAPIURL       string        // GITHUB_API_URL
+	GitHubAppID        int           // GITHUB_APP_ID
+	GitHubAppInstall   int           // GITHUB_APP_INSTALLATION_ID
+	GitHubAppKeyFile   string        // GITHUB_APP_PRIVATE_KEY_FILE
 	DiscordWebhookURL  string        // DISCORD_WEBHOOK_URL
 	SlackWebhookURL    string        // SLACK_WEBHOOK_URL
 	ReportWebhookURL   string        // REPORT_WEBHOOK_URL
@@ -205,6 +208,9 @@ var specs = []spec{
 	{"GITOPS_SETTLE_AFTER", "24h", kDuration, "a finding whose fix merged this recently gets no new PR", func(v *Values) any { return &v.GitOpsSettleAfter }},
 	{"GITHUB_TOKEN", "", kSecret, "GitHub token", func(v *Values) any { return &v.GitHubToken }},
 	{"GITHUB_API_URL", "", kURL, "GitHub API base (GHE, tests)", func(v *Values) any { return &v.GitHubAPIURL }},
+	{"GITHUB_APP_ID", "0", kInt, "act as this GitHub App (with GITHUB_APP_INSTALLATION_ID and GITHUB_APP_PRIVATE_KEY_FILE) instead of GITHUB_TOKEN; 0: none", func(v *Values) any { return &v.GitHubAppID }},
+	{"GITHUB_APP_INSTALLATION_ID", "0", kInt, "the GitHub App's installation on the GitOps repository's owner", func(v *Values) any { return &v.GitHubAppInstall }},
+	{"GITHUB_APP_PRIVATE_KEY_FILE", "", kString, "the GitHub App's private key (PEM file); read when GITHUB_APP_ID is set", func(v *Values) any { return &v.GitHubAppKeyFile }},
 	{"DISCORD_WEBHOOK_URL", "", kSecret, "Discord webhook", func(v *Values) any { return &v.DiscordWebhookURL }},
 	{"SLACK_WEBHOOK_URL", "", kSecret, "Slack incoming webhook", func(v *Values) any { return &v.SlackWebhookURL }},
 	{"REPORT_WEBHOOK_URL", "", kSecret, "generic JSON webhook", func(v *Values) any { return &v.ReportWebhookURL }},
