@@ -372,13 +372,6 @@ func TestChecksCatch(t *testing.T) {
 		{"Vera uses Sol's forge identity", "", func(r *Render) {
 			envByName(agentCtr(r, "code-reviewer"), "GITHUB_TOKEN").ValueFrom.SecretKeyRef.Name = ForgeSecretName("k8s-engineer")
 		}, "GITHUB_TOKEN comes from Secret kubecrew-forge-k8s-engineer, want kubecrew-forge-code-reviewer"},
-		{"Vera mounts Sol's App key", "", func(r *Render) {
-			for i, v := range r.Deployment("agent-code-reviewer").Spec.Template.Spec.Volumes {
-				if v.Secret != nil {
-					r.Deployment("agent-code-reviewer").Spec.Template.Spec.Volumes[i].Secret.SecretName = ForgeSecretName("k8s-engineer")
-				}
-			}
-		}, "mounts Secret kubecrew-forge-k8s-engineer, want its own kubecrew-forge-code-reviewer"},
 		{"forge token from the shared Secret", "", func(r *Render) {
 			envByName(agentCtr(r, "k8s-engineer"), "GITHUB_TOKEN").ValueFrom.SecretKeyRef.Name = SecretName
 		}, "GITHUB_TOKEN comes from Secret kubecrew-secrets, want kubecrew-forge-k8s-engineer"},
