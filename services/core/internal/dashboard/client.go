@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/go-chi/chi/v5"
 )
 
 // apiClient calls the core's public REST API in process: the same handler
@@ -29,6 +31,10 @@ func (c apiClient) get(ctx context.Context, path string, query url.Values, v any
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}
+	// The page's own request carries chi's route context; the API calls run
+	// concurrently, so each gets a fresh one (a shared one is a data race
+	// that panics inside chi's router).
+	ctx = context.WithValue(ctx, chi.RouteCtxKey, (*chi.Context)(nil))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", target, err)
