@@ -143,38 +143,12 @@ func TestEveryRuleTested(t *testing.T) {
 // config file there switches DF006 off.
 func TestReviewGolden(t *testing.T) {
 	t.Parallel()
-	repo := memRepo{}
-	root := filepath.Join("testdata", "repo")
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(root, p)
-		repo[filepath.ToSlash(rel)] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := readRepo(t, filepath.Join("testdata", "repo"))
 	rep, err := Review(context.Background(), repo, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := rep.Render()
-	golden := filepath.Join("testdata", "review.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != string(want) {
-		t.Errorf("render differs from %s (go test -update to accept):\n%s", golden, out)
-	}
+	checkGolden(t, filepath.Join("testdata", "review.golden"), rep.Render())
 	if len(rep.Disabled) != 1 || rep.Disabled[0] != "DF006" {
 		t.Errorf("disabled = %v, want [DF006] from %s", rep.Disabled, ConfigPath)
 	}
