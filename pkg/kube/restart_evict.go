@@ -61,14 +61,8 @@ func (c *Client) evictRestart(ctx context.Context, ref objectRef, obj runtime.Ob
 	target := tools.Change{Namespace: ref.namespace, Kind: ref.kind, Name: ref.name,
 		Change: fmt.Sprintf("evict the %d pods of %s one at a time through the Eviction API (policy/v1, PodDisruptionBudgets respected), each replacement Ready before the next: %s",
 			len(pods), ref, strings.Join(names, ", "))}
-	if c.envelope != nil {
-		v, err := c.envelope.Permit(ctx, gated, target)
-		if err != nil {
-			return "", err
-		}
-		if !v.Act {
-			return v.Answer, nil
-		}
+	if answer, act, err := c.permit(ctx, gated, target); !act || err != nil {
+		return answer, err
 	}
 	orig := map[types.UID]bool{}
 	for _, p := range pods {

@@ -138,6 +138,20 @@ func (c *Client) guard(ctx context.Context, action string, ref objectRef) (runti
 	return obj, nil
 }
 
+// permit asks the action envelope whether gated may change target: act
+// false carries its answer instead (shadow mode, a budget spent, the kill
+// switch); without an envelope everything is permitted.
+func (c *Client) permit(ctx context.Context, gated tools.Action, target tools.Change) (answer string, act bool, err error) {
+	if c.envelope == nil {
+		return "", true, nil
+	}
+	v, err := c.envelope.Permit(ctx, gated, target)
+	if err != nil {
+		return "", false, err
+	}
+	return v.Answer, v.Act, nil
+}
+
 // patch asks the envelope and patches a workload that passed guard.
 func (c *Client) patch(ctx context.Context, action string, ref objectRef, obj runtime.Object, build patchBuilder) (string, error) {
 	pt, patch, verb, err := build(ctx, obj)
@@ -147,14 +161,8 @@ func (c *Client) patch(ctx context.Context, action string, ref objectRef, obj ru
 	gated := tools.Action("k8s.rollout." + action)
 	target := tools.Change{Namespace: ref.namespace, Kind: ref.kind, Name: ref.name,
 		Change: fmt.Sprintf("kubectl patch %s %s -n %s --type=%s -p '%s'", ref.kind, ref.name, ref.namespace, patchTypeFlag(pt), patch)}
-	if c.envelope != nil {
-		v, err := c.envelope.Permit(ctx, gated, target)
-		if err != nil {
-			return "", err
-		}
-		if !v.Act {
-			return v.Answer, nil
-		}
+	if answer, act, err := c.permit(ctx, gated, target); !act || err != nil {
+		return answer, err
 	}
 	po := metav1.PatchOptions{FieldManager: "kubecrew"}
 	switch ref.kind {
