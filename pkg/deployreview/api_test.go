@@ -4,25 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 )
-
-// gotAPI is "RULE file:line" for each finding of Ada's review.
-func gotAPI(t *testing.T, repo memRepo) []string {
-	t.Helper()
-	rep, err := ReviewAPI(context.Background(), repo, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range rep.Findings {
-		out = append(out, f.Rule+" "+f.Where())
-	}
-	sort.Strings(out)
-	return out
-}
 
 // goodAPI breaks no rule: every operation documents errors, the list
 // pages, every mutation needs a token, every body is bounded.
@@ -114,25 +98,8 @@ func TestAPIRulesFileLine(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.rule, func(t *testing.T) {
 			t.Parallel()
-			g := gotAPI(t, tc.files)
-			if strings.Join(g, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(g, "\n"), strings.Join(tc.want, "\n"))
-			}
+			checkFindings(t, ReviewAPI, tc.files, tc.want)
 		})
-	}
-}
-
-// Every API rule has a table row that proves it.
-func TestEveryAPIRuleTested(t *testing.T) {
-	t.Parallel()
-	src, err := os.ReadFile("api_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range APIRules {
-		if !strings.Contains(string(src), `"`+r.ID+" ") {
-			t.Errorf("rule %s has no file:line row in TestAPIRulesFileLine", r.ID)
-		}
 	}
 }
 

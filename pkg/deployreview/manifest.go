@@ -25,21 +25,37 @@ type object struct {
 type manifestFile struct{ objects []object }
 
 func parseManifests(file string, raw []byte) (manifestFile, error) {
-	var m manifestFile
+	docs, err := decodeDocs(raw)
+	return manifestsOf(file, docs), err
+}
+
+// decodeDocs is every YAML document of raw (its top nodes), up to the
+// first that does not parse.
+func decodeDocs(raw []byte) ([]*yaml.Node, error) {
+	var docs []*yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	for {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
 		if errors.Is(err, io.EOF) {
-			return m, nil
+			return docs, nil
 		}
 		if err != nil {
-			return m, err
+			return docs, err
 		}
-		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		if len(doc.Content) > 0 {
+			docs = append(docs, doc.Content[0])
+		}
+	}
+}
+
+// manifestsOf is the objects (mappings with a kind) among docs.
+func manifestsOf(file string, docs []*yaml.Node) manifestFile {
+	var m manifestFile
+	for _, root := range docs {
+		if root.Kind != yaml.MappingNode {
 			continue
 		}
-		root := doc.Content[0]
 		o := object{file: file, root: root, kind: scalar(get(root, "kind"))}
 		if md := get(root, "metadata"); md != nil {
 			o.name, o.namespace = scalar(get(md, "name")), scalar(get(md, "namespace"))
@@ -48,6 +64,7 @@ func parseManifests(file string, raw []byte) (manifestFile, error) {
 			m.objects = append(m.objects, o)
 		}
 	}
+	return m
 }
 
 // get is a mapping's value for key (nil when absent or not a mapping).

@@ -35,10 +35,9 @@ func classifyAPI(p string) string {
 }
 
 func apiFile(p, kind string, raw []byte) ([]Finding, *manifestFile, error) {
-	var doc yaml.Node
-	err := yaml.Unmarshal(raw, &doc)
-	if err == nil && len(doc.Content) > 0 && isOpenAPI(doc.Content[0]) {
-		return checkOpenAPI(p, doc.Content[0]), nil, nil
+	docs, err := decodeDocs(raw)
+	if len(docs) > 0 && isOpenAPI(docs[0]) {
+		return checkOpenAPI(p, docs[0]), nil, nil
 	}
 	if kind == kindJSON {
 		if err != nil && (bytes.Contains(raw, []byte(`"openapi"`)) || bytes.Contains(raw, []byte(`"swagger"`))) {
@@ -46,10 +45,10 @@ func apiFile(p, kind string, raw []byte) ([]Finding, *manifestFile, error) {
 		}
 		return nil, nil, nil // package.json and friends
 	}
-	m, err := parseManifests(p, raw)
 	if err != nil {
 		return nil, nil, err
 	}
+	m := manifestsOf(p, docs)
 	return nil, &m, nil
 }
 
@@ -117,16 +116,15 @@ func (d *oaDoc) add(id string, line int, msg string) {
 // remote or dangling one, which the rules do not judge.
 func (d *oaDoc) resolve(n *yaml.Node) (*yaml.Node, bool) {
 	for hop := 0; n != nil; hop++ {
-		ref, isRef := "", get(n, "$ref") != nil
-		if !isRef {
+		ref := get(n, "$ref")
+		if ref == nil {
 			return n, true
 		}
-		ref = scalar(get(n, "$ref"))
-		if hop == 8 || !strings.HasPrefix(ref, "#/") {
+		if hop == 8 || !strings.HasPrefix(ref.Value, "#/") {
 			return n, false
 		}
 		t := d.root
-		for _, k := range strings.Split(ref[2:], "/") {
+		for _, k := range strings.Split(ref.Value[2:], "/") {
 			t = get(t, strings.ReplaceAll(strings.ReplaceAll(k, "~1", "/"), "~0", "~"))
 		}
 		n = t
