@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 )
 
 // SimNodes are the fake nodes of the simulated cluster.
@@ -32,10 +33,8 @@ func Sim(tb testing.TB) *Env {
 func addSimNodes(e *Env) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	for _, name := range SimNodes {
-		if _, err := e.Clientset.CoreV1().Nodes().Create(ctx, simNode(name), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating kwok node %s: %w", name, err)
-		}
+	if err := CreateSimNodes(ctx, e.Clientset); err != nil {
+		return err
 	}
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		for _, name := range SimNodes {
@@ -59,6 +58,17 @@ func addSimNodes(e *Env) error {
 	return nil
 }
 
+// CreateSimNodes creates the fake nodes kwok runs pods on (SimNodes);
+// existing ones are kept. The sandbox and the eval runner use it too.
+func CreateSimNodes(ctx context.Context, cs kubernetes.Interface) error {
+	for _, n := range SimNodes {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, simNode(n), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating kwok node %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
 // simNode is a fake node kwok manages (annotation kwok.x-k8s.io/node=fake).
 func simNode(name string) *corev1.Node {
 	rl := corev1.ResourceList{
@@ -70,7 +80,10 @@ func simNode(name string) *corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels:      map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok"},
+			Labels: map[string]string{
+				"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+				"node.kubernetes.io/instance-type": "kwok", "type": "kwok",
+			},
 		},
 		Status: corev1.NodeStatus{Capacity: rl, Allocatable: rl.DeepCopy()},
 	}

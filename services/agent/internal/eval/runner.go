@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
+	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 	"github.com/kubecrew/kubecrew/services/agent/internal/sandbox"
 )
 
@@ -88,7 +89,7 @@ func Start(ctx context.Context, cfg Config) (*Runner, error) {
 	if r.cl, err = newCluster(sb.Kubeconfig, cfg.Root); err != nil {
 		return fail(err)
 	}
-	if err := sandbox.CreateSimNodes(ctx, r.cl.cs); err != nil {
+	if err := kubetest.CreateSimNodes(ctx, r.cl.cs); err != nil {
 		return fail(err)
 	}
 	if err := r.cl.createFleetDecoy(ctx); err != nil {

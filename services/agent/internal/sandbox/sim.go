@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -52,32 +51,9 @@ var SimLabels = map[string]string{
 	"notready":    "sim/notready",
 }
 
-// SimNodes are the fake nodes kwok runs the fixture pods on.
-var SimNodes = []string{"kwok-node-0", "kwok-node-1"}
-
 // simWait bounds how long the controllers and kwok may take to turn the
 // fixture Deployments into the six problems.
 const simWait = 60 * time.Second
-
-// simNode is a fake node kwok manages (annotation kwok.x-k8s.io/node=fake).
-func simNode(name string) *corev1.Node {
-	rl := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("16"),
-		corev1.ResourceMemory: resource.MustParse("64Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels: map[string]string{
-				"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-				"node.kubernetes.io/instance-type": "kwok", "type": "kwok",
-			},
-		},
-		Status: corev1.NodeStatus{Capacity: rl, Allocatable: rl.DeepCopy()},
-	}
-}
 
 // ApplySimFixtures creates the fake nodes, namespace ns and the fixture
 // Deployments of hack/fixtures/broken-workloads.yaml (with SimLabels on
@@ -90,7 +66,7 @@ func ApplySimFixtures(ctx context.Context, cs kubernetes.Interface, root, ns str
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", kubetest.FixtureManifest, err)
 	}
-	if err := CreateSimNodes(ctx, cs); err != nil {
+	if err := kubetest.CreateSimNodes(ctx, cs); err != nil {
 		return err
 	}
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"kubecrew.io/fixture": "broken", envelope.Label: "enabled"}}}
@@ -114,19 +90,8 @@ func ApplySimFixtures(ctx context.Context, cs kubernetes.Interface, root, ns str
 		}
 	}
 	fmt.Fprintf(out, "[kubecrew] created %d fake nodes and %d Deployments in %s; waiting (up to %s) for the controllers and kwok to break them\n",
-		len(SimNodes), len(deps), ns, simWait)
+		len(kubetest.SimNodes), len(deps), ns, simWait)
 	return waitSimProblems(ctx, kube.New(cs), ns, out)
-}
-
-// CreateSimNodes creates the fake nodes kwok runs pods on (SimNodes);
-// existing ones are kept.
-func CreateSimNodes(ctx context.Context, cs kubernetes.Interface) error {
-	for _, n := range SimNodes {
-		if _, err := cs.CoreV1().Nodes().Create(ctx, simNode(n), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating fake node %s: %w", n, err)
-		}
-	}
-	return nil
 }
 
 // waitSimProblems polls cluster_problems until SimMissing is empty.
