@@ -93,6 +93,7 @@ type Alerts interface {
 type CoreStore interface {
 	Alerts
 	DecisionCounter
+	FiringLister
 	// Pruner applies RETENTION to the core's records (CoreData).
 	Pruner
 	Actions

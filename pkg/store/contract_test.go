@@ -57,6 +57,7 @@ func runContract(t *testing.T, newStore storeFactory) {
 		{"apply alert", contractApplyAlert},
 		{"alert lists", contractAlertLists},
 		{"decision counts", contractDecisionCounts},
+		{"alerts firing", contractFiring},
 		{"apply alert concurrently", contractApplyAlertConcurrent},
 		{"incident keys: joined and dropped", contractIncidentKeys},
 		{"dirty text", contractDirtyText},

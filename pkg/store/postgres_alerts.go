@@ -312,19 +312,23 @@ func (p *Postgres) ListDecisions(ctx context.Context, pg Page) ([]AlertDecision,
 	if err != nil {
 		return nil, "", pgErr("list decisions", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AlertDecision, error) {
-		var d AlertDecision
-		var first *time.Time
-		err := row.Scan(&d.ID, &d.Fingerprint, &d.Alertname, &d.Status, &d.Decision, &d.Agent, &d.InvestigationID, &d.Reason, &d.At, &d.Count, &first)
-		if first != nil {
-			d.FirstAt = *first
-		}
-		return normDecision(d), err
-	})
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AlertDecision, error) { return scanDecision(row) })
 	if err != nil {
 		return nil, "", pgErr("list decisions", err)
 	}
 	return cut(out, limit, func(d AlertDecision) (time.Time, string) { return d.At, d.ID })
+}
+
+// scanDecision reads the decisionCols of a row, then the columns after
+// them into more.
+func scanDecision(row pgx.Row, more ...any) (AlertDecision, error) {
+	var d AlertDecision
+	var first *time.Time
+	err := row.Scan(append([]any{&d.ID, &d.Fingerprint, &d.Alertname, &d.Status, &d.Decision, &d.Agent, &d.InvestigationID, &d.Reason, &d.At, &d.Count, &first}, more...)...)
+	if first != nil {
+		d.FirstAt = *first
+	}
+	return normDecision(d), err
 }
 
 // PendingAlerts lists agent's alerts decided busy, oldest first.

@@ -30,6 +30,7 @@ type Store interface {
 	ListInvestigations(ctx context.Context, p store.Page) ([]store.Investigation, string, error)
 	GetInvestigation(ctx context.Context, id string) (store.Investigation, error)
 	CountDecisions(ctx context.Context, since time.Time) (map[string]int, error)
+	ListFiring(ctx context.Context, p store.Page) ([]store.AlertDecision, string, int, error)
 }
 
 // Agents calls the agents (*dispatch.Client).
@@ -88,7 +89,7 @@ func Routes(r chi.Router, d Deps) {
 	})
 	r.With(none).Get("/api/v1/agents", s.agents)
 	r.With(kapi.AllowQuery("async")).Post("/api/v1/agents/{slug}/run", s.run)
-	r.With(paged).Get("/api/v1/alerts", s.decisions)
+	r.With(kapi.AllowQuery("limit", "cursor", "state")).Get("/api/v1/alerts", s.decisions)
 	r.With(kapi.AllowQuery("since")).Get("/api/v1/alerts/counts", s.decisionCounts)
 	r.With(none).Get("/api/v1/investigations/{id}/chain", s.investigationChain)
 	r.With(kapi.AllowQuery("limit", "cursor", "workflow_type", "status")).Get("/api/v1/agents/{slug}/runs", s.agentRuns)
@@ -143,10 +144,21 @@ func page(r *http.Request) (store.Page, error) {
 	return p, nil
 }
 
+// decisions lists the recorded decisions, newest first; with
+// ?state=firing, each alert firing with its newest decision and the total.
 func (s *server) decisions(w http.ResponseWriter, r *http.Request) {
 	p, err := page(r)
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	switch st := r.URL.Query().Get("state"); st {
+	case "":
+	case "firing":
+		s.firing(w, r, p)
+		return
+	default:
+		WriteError(w, http.StatusBadRequest, "state %q: want firing (or no state: every decision)", st)
 		return
 	}
 	ds, next, err := s.Store.ListDecisions(r.Context(), p)
@@ -155,6 +167,26 @@ func (s *server) decisions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := ListAnswer[DecisionView]{Items: make([]DecisionView, len(ds)), NextCursor: next}
+	for i, d := range ds {
+		out.Items[i] = decisionView(d)
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+// FiringAnswer is GET /api/v1/alerts?state=firing: a page of the alerts
+// firing, each one's newest decision, and how many fire in all.
+type FiringAnswer struct {
+	ListAnswer[DecisionView]
+	Total int `json:"total"`
+}
+
+func (s *server) firing(w http.ResponseWriter, r *http.Request, p store.Page) {
+	ds, next, total, err := s.Store.ListFiring(r.Context(), p)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	out := FiringAnswer{ListAnswer: ListAnswer[DecisionView]{Items: make([]DecisionView, len(ds)), NextCursor: next}, Total: total}
 	for i, d := range ds {
 		out.Items[i] = decisionView(d)
 	}

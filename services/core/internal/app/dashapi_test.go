@@ -57,3 +57,56 @@ func TestDashboardDataAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestFiringAlertsAPI: GET /api/v1/alerts?state=firing lists each alert
+// firing once, with its newest decision, in pages that all carry the
+// total; a resolved alert is not listed; a state it does not know is a 400.
+func TestFiringAlertsAPI(t *testing.T) {
+	t.Parallel()
+	c := newCore(t, coreOpts{})
+	post := func(as ...map[string]any) {
+		t.Helper()
+		if code, b := call(t, http.MethodPost, c.URL+"/api/v1/alerts", webhookBody(as...)); code != 200 {
+			t.Fatalf("webhook = %d %s", code, b)
+		}
+		c.WaitIdle()
+	}
+	post(alert("fp1", "KubePodOOMKilled", "shop", "firing"), alert("fp2", "KubePodCrashLooping", "shop", "firing"),
+		alert("fp3", "KubePodCrashLooping", "web", "firing"))
+	post(alert("fp2", "KubePodCrashLooping", "shop", "resolved"))
+	post(alert("fp1", "KubePodOOMKilled", "shop", "firing")) // a repeat: fp1's line is its newest decision
+	var got []string
+	cursor := ""
+	for range 5 {
+		url := c.URL + "/api/v1/alerts?state=firing&limit=1"
+		if cursor != "" {
+			url += "&cursor=" + cursor
+		}
+		code, b := call(t, http.MethodGet, url, nil)
+		p := decode[struct {
+			Items []struct {
+				Fingerprint, Decision, Reason string
+			}
+			NextCursor string `json:"next_cursor"`
+			Total      int
+		}](t, b)
+		if code != 200 || p.Total != 2 {
+			t.Fatalf("firing = %d %s", code, b)
+		}
+		for _, it := range p.Items {
+			got = append(got, it.Fingerprint)
+			if it.Reason == "" {
+				t.Errorf("%s: no reason", it.Fingerprint)
+			}
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if strings.Join(got, ",") != "fp1,fp3" {
+		t.Errorf("firing alerts = %v, want fp1 (repeated last), fp3", got)
+	}
+	if code, b := call(t, http.MethodGet, c.URL+"/api/v1/alerts?state=pending", nil); code != 400 || !strings.Contains(string(b), "firing") {
+		t.Errorf("unknown state = %d %s", code, b)
+	}
+}

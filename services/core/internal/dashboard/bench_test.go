@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +19,6 @@ import (
 // their runs, the chains of the newest investigations).
 func BenchmarkOverview(b *testing.B) {
 	f := newFixture(b, httpauth.Tokens{})
-	ctx := context.Background()
 	kinds := []string{store.DecisionDeduped, store.DecisionCooldown, store.DecisionBusy, store.DecisionResolved, store.DecisionIgnored}
 	for i := range 10_000 {
 		fp := fmt.Sprintf("fp-bench-%04d", i%2000)
@@ -30,12 +28,7 @@ func BenchmarkOverview(b *testing.B) {
 		if d.Decision == store.DecisionResolved {
 			d.Status = "resolved"
 		}
-		_, err := f.Store.ApplyAlert(ctx, fp, "platform-sre", func(store.AlertState, bool, int) (store.AlertDecision, store.AlertState) {
-			return d, store.AlertState{Fingerprint: fp, Alertname: d.Alertname, Agent: "platform-sre", FirstSeen: at, LastSeen: at}
-		}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
+		record(b, f.Store, d)
 	}
 	h := f.Handler
 	b.ReportAllocs()

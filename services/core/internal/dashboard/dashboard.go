@@ -87,7 +87,7 @@ func (s *Dashboard) Routes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth.require)
 		r.With(kapi.AllowQuery()).Get("/", s.overview)
-		r.With(kapi.AllowQuery("decision", "alertname", "fingerprint", "agent", "status", "limit", "cursor")).Get("/alerts", s.alerts)
+		r.With(kapi.AllowQuery("state", "decision", "alertname", "fingerprint", "agent", "status", "limit", "cursor")).Get("/alerts", s.alerts)
 		r.With(kapi.AllowQuery("status", "alertname", "limit", "cursor")).Get("/investigations", s.investigations)
 		r.With(kapi.AllowQuery()).Get("/investigations/{id}", s.investigation)
 		r.With(kapi.AllowQuery()).Get("/agents", s.agents)

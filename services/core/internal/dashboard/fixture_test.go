@@ -182,6 +182,18 @@ func (f *fixture) seed(t testing.TB) {
 
 func ptr[T any](v T) *T { return &v }
 
+// record decides d for its alert in the store as the pipeline would (the
+// alert's state keyed by its fingerprint).
+func record(t testing.TB, st *store.Memory, d store.AlertDecision) {
+	t.Helper()
+	_, err := st.ApplyAlert(context.Background(), d.Fingerprint, d.Agent, func(store.AlertState, bool, int) (store.AlertDecision, store.AlertState) {
+		return d, store.AlertState{Fingerprint: d.Fingerprint, Alertname: d.Alertname, Agent: d.Agent, Firing: d.Status == "firing", FirstSeen: d.At, LastSeen: d.At}
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // get fetches path as a browser would.
 func get(t testing.TB, url string, header ...string) (int, string, http.Header) {
 	t.Helper()

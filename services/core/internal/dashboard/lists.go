@@ -49,23 +49,39 @@ func (f filterSet) any() bool {
 	return false
 }
 
-// scan reads pages of path from cursor and keeps the items f's keep
-// accepts. Without a filter a page is the API's page of limit items.
-func scan[T any](s *Dashboard, r *http.Request, path string, limit int, f filterSet, keep func(T) bool) ([]T, string, error) {
+// listPage is a page of an API list; Total is set by the lists that
+// count (the alerts firing).
+type listPage[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+	Total      *int   `json:"total"`
+}
+
+// scan reads pages of path?query from cursor and keeps the items f's keep
+// accepts. Without a filter a page is the API's page of limit items. It
+// returns the total the API's first page gave, -1 when it gave none.
+func scan[T any](s *Dashboard, r *http.Request, path string, query url.Values, limit int, f filterSet, keep func(T) bool) ([]T, string, int, error) {
 	cursor := r.URL.Query().Get("cursor")
 	size := limit
 	if f.any() {
 		size = apiPageLimit
 	}
 	var out []T
+	total := -1
 	for range scanPages {
 		q := url.Values{"limit": {strconv.Itoa(size)}}
+		for k, v := range query {
+			q[k] = v
+		}
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		var p api.ListAnswer[T]
+		var p listPage[T]
 		if err := s.api.get(r.Context(), path, q, &p); err != nil {
-			return nil, "", err
+			return nil, "", 0, err
+		}
+		if p.Total != nil && total < 0 {
+			total = *p.Total
 		}
 		for _, it := range p.Items {
 			if keep(it) {
@@ -77,7 +93,7 @@ func scan[T any](s *Dashboard, r *http.Request, path string, limit int, f filter
 			break
 		}
 	}
-	return out, cursor, nil
+	return out, cursor, total, nil
 }
 
 type alertGroup struct {
@@ -86,7 +102,11 @@ type alertGroup struct {
 }
 
 type alertsData struct {
-	Filter  filterSet
+	Filter filterSet
+	// State is "firing" for the alerts firing (each one's newest
+	// decision; Total of them), "" for every decision.
+	State   string
+	Total   int
 	Groups  []alertGroup
 	Count   int
 	Next    string
@@ -103,7 +123,12 @@ func (s *Dashboard) alerts(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := filterSet{"decision": q.Get("decision"), "alertname": q.Get("alertname"), "fingerprint": q.Get("fingerprint"),
 		"agent": q.Get("agent"), "status": q.Get("status")}
-	ds, next, err := scan(s, r, "/api/v1/alerts", limit, f, func(d api.DecisionView) bool {
+	state := q.Get("state")
+	var query url.Values
+	if state != "" {
+		query = url.Values{"state": {state}} // the API refuses one it does not know
+	}
+	ds, next, total, err := scan(s, r, "/api/v1/alerts", query, limit, f, func(d api.DecisionView) bool {
 		return f.match("decision", d.Decision) && f.match("alertname", d.Alertname) && f.match("fingerprint", d.Fingerprint) &&
 			f.match("agent", d.Agent) && f.match("status", d.Status)
 	})
@@ -111,7 +136,7 @@ func (s *Dashboard) alerts(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	d := alertsData{Filter: f, Count: len(ds), Next: next, Kinds: decisionKinds}
+	d := alertsData{Filter: f, State: state, Total: total, Count: len(ds), Next: next, Kinds: decisionKinds}
 	idx := map[string]int{}
 	for _, dv := range ds {
 		i, ok := idx[dv.Fingerprint]
@@ -129,8 +154,10 @@ func (s *Dashboard) alerts(w http.ResponseWriter, r *http.Request) {
 				nq.Set(k, v)
 			}
 		}
-		if q.Get("limit") != "" {
-			nq.Set("limit", q.Get("limit"))
+		for _, k := range []string{"limit", "state"} {
+			if q.Get(k) != "" {
+				nq.Set(k, q.Get(k))
+			}
 		}
 		nq.Set("cursor", next)
 		d.NextURL = "/alerts?" + nq.Encode()
@@ -153,7 +180,7 @@ func (s *Dashboard) investigations(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	f := filterSet{"status": q.Get("status"), "alertname": q.Get("alertname")}
-	items, next, err := scan(s, r, "/api/v1/investigations", limit, f, func(i kapi.Investigation) bool {
+	items, next, _, err := scan(s, r, "/api/v1/investigations", nil, limit, f, func(i kapi.Investigation) bool {
 		return f.match("status", i.Status) && f.match("alertname", i.Alertname)
 	})
 	if err != nil {

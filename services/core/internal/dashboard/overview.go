@@ -13,11 +13,9 @@ import (
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
 )
 
-// How much the overview reads: the newest decisions (for the alerts
-// firing), investigations, and the chains of the newest finished ones
-// (for the PRs and their review).
+// How much the overview reads: investigations, and the chains of the
+// newest finished ones (for the PRs and their review).
 const (
-	overviewDecisions      = 500
 	overviewInvestigations = 50
 	overviewChains         = 6
 	// overviewFiring bounds the alerts firing shown; the rest are a link.
@@ -45,11 +43,13 @@ type overviewData struct {
 	Agents     []agentRow
 	Firing     []api.DecisionView
 	MoreFiring int
-	Running    []kapi.Investigation
-	Recent     []kapi.Investigation
-	PRs        []prRow
-	Counts     api.CountsAnswer
-	Kinds      []kindCount
+	// FiringTotal is how many alerts fire in all (the API's total).
+	FiringTotal int
+	Running     []kapi.Investigation
+	Recent      []kapi.Investigation
+	PRs         []prRow
+	Counts      api.CountsAnswer
+	Kinds       []kindCount
 }
 
 type kindCount struct {
@@ -92,19 +92,19 @@ func (s *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	var (
-		d         overviewData
-		g         gather
-		decisions api.ListAnswer[api.DecisionView]
-		invs      api.ListAnswer[kapi.Investigation]
-		agents    struct {
+		d      overviewData
+		g      gather
+		firing api.FiringAnswer
+		invs   api.ListAnswer[kapi.Investigation]
+		agents struct {
 			Agents []api.AgentView `json:"agents"`
 		}
 		props struct {
 			Items []kapi.ActionView `json:"items"`
 		}
 	)
-	g.do("decisions", func() error {
-		return s.api.get(ctx, "/api/v1/alerts", url.Values{"limit": {strconv.Itoa(overviewDecisions)}}, &decisions)
+	g.do("alerts firing", func() error {
+		return s.api.get(ctx, "/api/v1/alerts", url.Values{"state": {"firing"}, "limit": {strconv.Itoa(overviewFiring)}}, &firing)
 	})
 	g.do("decision counts", func() error {
 		return s.api.get(ctx, "/api/v1/alerts/counts", url.Values{"since": {s.d.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}}, &d.Counts)
@@ -127,11 +127,8 @@ func (s *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	partial := g.wait()
-	d.Firing = firing(decisions.Items)
-	if len(d.Firing) > overviewFiring {
-		d.MoreFiring = len(d.Firing) - overviewFiring
-		d.Firing = d.Firing[:overviewFiring]
-	}
+	d.Firing, d.FiringTotal = firing.Items, firing.Total
+	d.MoreFiring = max(0, firing.Total-len(firing.Items))
 	for _, inv := range invs.Items {
 		switch inv.Status {
 		case kapi.StatusRunning:
@@ -157,23 +154,6 @@ func (s *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.Kinds = append(d.Kinds, kindCount{k, d.Counts.Counts[k]})
 	}
 	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: d, Partial: partial})
-}
-
-// firing is each alert's newest decision among ds (newest first) while it
-// is still firing.
-func firing(ds []api.DecisionView) []api.DecisionView {
-	seen := map[string]bool{}
-	var out []api.DecisionView
-	for _, d := range ds {
-		if d.Fingerprint == "" || seen[d.Fingerprint] {
-			continue
-		}
-		seen[d.Fingerprint] = true
-		if d.Status == "firing" && d.Decision != "resolved" && d.Decision != "rejected" {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // agentRows adds to each agent that is up whether it is running

@@ -1,11 +1,14 @@
 package dashboard_test
 
 import (
+	"fmt"
 	"html"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
+	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
 // TestPagesRender renders every page against the fixture and checks what
@@ -93,5 +96,67 @@ func TestPagesRender(t *testing.T) {
 				t.Logf("body:\n%s", body)
 			}
 		})
+	}
+}
+
+// TestFiringStormRenders: 2,000 alerts of a storm fire, then 600 other
+// decisions follow (alerts that fire and resolve): the newest 500
+// decisions hold none of the storm, yet the overview counts every alert
+// firing, shows the newest, links to the full list, and the alerts page's
+// firing filter reaches the oldest of them.
+func TestFiringStormRenders(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, httpauth.Tokens{})
+	start := now.Add(-3 * time.Hour)
+	for i := range 2000 {
+		d := store.AlertDecision{Fingerprint: fmt.Sprintf("storm-%04d", i), Alertname: "KubePodCrashLooping", Status: "firing",
+			Decision: store.DecisionJoined, Agent: "platform-sre", InvestigationID: "inv-storm",
+			Reason: "joined: incident shop/Deployment/api is investigated by inv-storm", At: start.Add(time.Duration(i) * time.Second)}
+		if i == 0 {
+			d.Decision, d.Reason = store.DecisionDispatched, "new alert"
+		}
+		record(t, f.Store, d)
+	}
+	for i := range 300 {
+		at := now.Add(-2*time.Hour + time.Duration(i)*10*time.Second)
+		fp := fmt.Sprintf("flap-%03d", i)
+		record(t, f.Store, store.AlertDecision{Fingerprint: fp, Alertname: "KubeJobFailed", Status: "firing", Decision: store.DecisionDispatched,
+			Agent: "platform-sre", Reason: "new alert", At: at})
+		record(t, f.Store, store.AlertDecision{Fingerprint: fp, Alertname: "KubeJobFailed", Status: "resolved", Decision: store.DecisionResolved,
+			Agent: "platform-sre", Reason: "resolved by Alertmanager", At: at.Add(5 * time.Second)})
+	}
+	const firing = 2000 + 5 // the storm and the fixture's own
+	tests := []struct {
+		name, path string
+		want, not  []string
+	}{
+		{"overview", "/", []string{fmt.Sprintf("Alerts firing (%d)", firing), `<a href="/alerts?state=firing">all 2005 alerts firing</a> (1975 more)`,
+			"busy: platform-sre runs inv-disk; queued behind it", "storm-1999"}, []string{"flap-", "storm-0000"}},
+		{"alerts firing", "/alerts?state=firing&limit=500", []string{fmt.Sprintf("Alerts firing (%d)", firing), "500 alert(s) firing on this page",
+			`rel="next"`, "state=firing"}, []string{"flap-"}},
+		{"the storm's first alert", "/alerts?state=firing&fingerprint=storm-0000", []string{"storm-0000", "new alert"}, []string{"storm-0001"}},
+		{"a resolved one is not firing", "/alerts?state=firing&fingerprint=flap-000", []string{"No decisions match."}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body, _ := get(t, f.URL+tc.path)
+			text := html.UnescapeString(body)
+			if code != 200 {
+				t.Fatalf("GET %s = %d\n%s", tc.path, code, body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("GET %s lacks %q", tc.path, w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(text, w) {
+					t.Errorf("GET %s has %q", tc.path, w)
+				}
+			}
+		})
+	}
+	if code, body, _ := get(t, f.URL+"/alerts?state=pending"); code != 400 || !strings.Contains(body, "want firing") {
+		t.Errorf("unknown state = %d %s", code, body)
 	}
 }
