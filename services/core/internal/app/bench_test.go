@@ -15,24 +15,47 @@ import (
 	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/services/core/internal/loadgen"
 )
 
-// benchWebhooks measures POST /api/v1/alerts through the core's handler:
-// webhooks of one alert each, cycling over 1,000 standing alerts already
-// investigated (the steady state of an alert storm: every decision is a
-// cooldown, each recorded), reporting webhooks/s and latency percentiles.
-func benchWebhooks(b *testing.B, st store.CoreStore, parallelism int) {
+// oneAlertBodies are 1,000 webhooks of one alert each, every alert its
+// own group.
+func oneAlertBodies() [][]byte {
+	bodies := make([][]byte, 1000)
+	for i := range bodies {
+		bodies[i] = webhookBody(alert(fmt.Sprintf("bench%04d", i), "DeploymentAllReplicasDown", "fixtures", "firing"))
+	}
+	return bodies
+}
+
+// loadgenBodies are the side-by-side benchmark's webhooks (README,
+// "Benchmark: the core beside Alertmanager"): its pool of 1,000 alerts,
+// perPost to a webhook.
+func loadgenBodies(b *testing.B, perPost int) [][]byte {
+	const pool = 1000
+	bodies := make([][]byte, 0, pool/perPost)
+	for first := 0; first < pool; first += perPost {
+		body, err := loadgen.Body(loadgen.Core, pool, first, perPost)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies = append(bodies, body)
+	}
+	return bodies
+}
+
+// benchWebhooks measures POST /api/v1/alerts through the core's handler,
+// cycling over bodies whose alerts were all investigated already (the
+// steady state of an alert storm: every decision is a cooldown, each
+// recorded), reporting webhooks/s, alerts/s and latency percentiles.
+func benchWebhooks(b *testing.B, st store.CoreStore, parallelism int, bodies [][]byte, perPost int) {
 	routes := filepath.Join(b.TempDir(), "routes.yaml")
 	if err := os.WriteFile(routes, []byte("defaults:\n  max_in_flight: 50\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	c := newCore(b, coreOpts{store: st, quiet: true, env: map[string]string{"ROUTES_FILE": routes}})
 	h := c.Handler()
-	const alerts = 1000
-	bodies := make([][]byte, alerts)
-	for i := range bodies {
-		bodies[i] = webhookBody(alert(fmt.Sprintf("bench%04d", i), "DeploymentAllReplicasDown", "fixtures", "firing"))
-	}
+	alerts := int64(len(bodies))
 	// Warm up: every alert investigated once, so the measured webhooks are
 	// the storm's steady state (standing alerts in cooldown).
 	for _, body := range bodies {
@@ -88,12 +111,29 @@ func benchWebhooks(b *testing.B, st store.CoreStore, parallelism int) {
 		return float64(lats[min(len(lats)-1, int(float64(len(lats))*p))].Microseconds()) / 1000
 	}
 	b.ReportMetric(float64(len(lats))/elapsed.Seconds(), "webhooks/s")
+	b.ReportMetric(float64(len(lats)*perPost)/elapsed.Seconds(), "alerts/s")
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 }
 
 func BenchmarkWebhookMemory(b *testing.B) {
-	benchWebhooks(b, store.NewMemory(nil), 1)
+	benchWebhooks(b, store.NewMemory(nil), 1, oneAlertBodies(), 1)
+}
+
+// BenchmarkWebhookLoadgen is the side-by-side benchmark's request in
+// process, one at a time: the loadgen's bodies of 1 and 10 alerts (each
+// pod of a namespace one incident, Alertmanager's group key), on memory
+// and on Postgres. ns/op is the core's cost of one webhook without the
+// HTTP server's.
+func BenchmarkWebhookLoadgen(b *testing.B) {
+	for _, per := range []int{1, 10} {
+		b.Run(fmt.Sprintf("memory/per=%d", per), func(b *testing.B) {
+			benchWebhooks(b, store.NewMemory(nil), 1, loadgenBodies(b, per), per)
+		})
+		b.Run(fmt.Sprintf("postgres/per=%d", per), func(b *testing.B) {
+			benchWebhooks(b, openPG(b, pgSchema(b)), 1, loadgenBodies(b, per), per)
+		})
+	}
 }
 
 // BenchmarkWebhookPostgres runs at two loads: 4 webhooks in flight
@@ -101,7 +141,7 @@ func BenchmarkWebhookMemory(b *testing.B) {
 func BenchmarkWebhookPostgres(b *testing.B) {
 	for _, perCPU := range []int{2, 8} {
 		b.Run(fmt.Sprintf("inflight=%d", perCPU*runtime.GOMAXPROCS(0)), func(b *testing.B) {
-			benchWebhooks(b, openPG(b, pgSchema(b)), perCPU)
+			benchWebhooks(b, openPG(b, pgSchema(b)), perCPU, oneAlertBodies(), 1)
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/store"
@@ -33,7 +34,13 @@ type Broker struct {
 	closed bool
 	// dropped counts events a full subscriber missed.
 	dropped int
+	// n is len(subs), read without the lock: with no subscriber a change
+	// is not even encoded (the webhook's hot path).
+	n atomic.Int32
 }
+
+// Active reports whether anyone is subscribed.
+func (b *Broker) Active() bool { return b.n.Load() > 0 }
 
 // Dropped is how many events full subscribers missed so far.
 func (b *Broker) Dropped() int {
@@ -56,11 +63,13 @@ func (b *Broker) Subscribe() (<-chan Event, func()) {
 		return ch, func() {}
 	}
 	b.subs[ch] = struct{}{}
+	b.n.Store(int32(len(b.subs)))
 	return ch, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		if _, ok := b.subs[ch]; ok {
 			delete(b.subs, ch)
+			b.n.Store(int32(len(b.subs)))
 			close(ch)
 		}
 	}
@@ -89,6 +98,7 @@ func (b *Broker) Close() {
 		delete(b.subs, ch)
 		close(ch)
 	}
+	b.n.Store(0)
 }
 
 // Decision is the "decision" event's data (GET /api/v1/alerts' item).
@@ -119,6 +129,9 @@ type Store struct {
 }
 
 func (s Store) publish(kind string, v any) {
+	if !s.B.Active() {
+		return
+	}
 	raw, err := json.Marshal(v)
 	if err == nil {
 		s.B.Publish(Event{Kind: kind, Data: raw})

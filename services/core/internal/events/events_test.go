@@ -64,3 +64,28 @@ func TestStorePublishes(t *testing.T) {
 		t.Errorf("read %d buffered events after Close, want %d", n, events.Buffer)
 	}
 }
+
+// TestActiveFollowsSubscribers: with nobody subscribed a change is not
+// encoded at all (Store.publish); a subscriber makes the broker active
+// until it cancels or the broker closes.
+func TestActiveFollowsSubscribers(t *testing.T) {
+	b := events.NewBroker()
+	if b.Active() {
+		t.Fatal("active with no subscriber")
+	}
+	_, cancel := b.Subscribe()
+	_, cancel2 := b.Subscribe()
+	cancel()
+	if !b.Active() {
+		t.Fatal("not active with one subscriber left")
+	}
+	cancel2()
+	if b.Active() {
+		t.Fatal("active after every subscriber cancelled")
+	}
+	b.Subscribe()
+	b.Close()
+	if b.Active() {
+		t.Fatal("active after Close")
+	}
+}

@@ -64,14 +64,15 @@ type incident struct {
 }
 
 // incidents keys every alert of m (index → incident; nil for a malformed
-// alert). Node-level alerts are read first, so a pod alert of a lost node
-// in the same webhook joins the node's incident.
-func (p *Pipeline) incidents(m webhook.Message) []*incident {
+// alert, one whose problems[i] is not ""). Node-level alerts are read
+// first, so a pod alert of a lost node in the same webhook joins the
+// node's incident.
+func (p *Pipeline) incidents(m webhook.Message, problems []string) []*incident {
 	c := p.o.Routes.Correlation
 	now := p.o.Now()
 	if c.Uses(route.KeyNode) {
-		for _, a := range m.Alerts {
-			if a.Problem() == "" && a.Status == "firing" && a.Labels["node"] != "" && c.NodeLevel(a.Alertname()) {
+		for i, a := range m.Alerts {
+			if problems[i] == "" && a.Status == "firing" && a.Labels["node"] != "" && c.NodeLevel(a.Alertname()) {
 				p.nodes.mark(a.Labels["node"], now)
 			}
 		}
@@ -80,7 +81,7 @@ func (p *Pipeline) incidents(m webhook.Message) []*incident {
 	out := make([]*incident, len(m.Alerts))
 	byKey := map[string]*incident{}
 	for i, a := range m.Alerts {
-		if a.Problem() != "" {
+		if problems[i] != "" {
 			continue
 		}
 		t := p.o.Routes.Match(a.Labels)
@@ -129,9 +130,9 @@ func keyKind(key string) string {
 // alert's whole content when it is its own incident; for a shared key the
 // alertname and severity (each pod's annotations differ, the incident
 // does not).
-func incidentHash(a webhook.Alert, kind, content string) string {
+func incidentHash(a webhook.Alert, kind string) string {
 	if kind == route.KeyAlert {
-		return content
+		return a.ContentHash()
 	}
 	h := sha256.Sum256([]byte(a.Alertname() + "\x00" + a.Labels["severity"]))
 	return hex.EncodeToString(h[:12])

@@ -148,9 +148,13 @@ func New(o Options) *Pipeline {
 func (p *Pipeline) Process(ctx context.Context, m webhook.Message) ([]store.AlertDecision, error) {
 	out := make([]store.AlertDecision, 0, len(m.Alerts))
 	p.o.Metrics.WebhookAlerts.Add(float64(len(m.Alerts)))
-	incs := p.incidents(m)
+	problems := make([]string, len(m.Alerts))
 	for i, a := range m.Alerts {
-		if why := a.Problem(); why != "" {
+		problems[i] = a.Problem()
+	}
+	incs := p.incidents(m, problems)
+	for i, a := range m.Alerts {
+		if why := problems[i]; why != "" {
 			d, err := p.reject(ctx, i, a, why)
 			if err != nil {
 				p.o.Metrics.StoreErrors.WithLabelValues("record_decision").Inc()
@@ -194,7 +198,7 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert, inc *incident) (sto
 	target := inc.target
 	// The hash sees the whole alert (a changed annotation is new
 	// information); what is kept — queued, stored, sent — is bounded.
-	hash := incidentHash(a, inc.kind, a.ContentHash())
+	hash := incidentHash(a, inc.kind)
 	a = Bound(a)
 	others := inc.firing
 	if a.Status == decide.StatusFiring {
@@ -229,8 +233,10 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert, inc *incident) (sto
 		return store.AlertDecision{}, err
 	}
 	p.o.Metrics.Decisions.WithLabelValues(d.Decision).Inc()
-	p.o.Log.Debug("alert decided", zap.String("fingerprint", d.Fingerprint), zap.String("alertname", d.Alertname), zap.String("incident", inc.key),
-		zap.String("decision", d.Decision), zap.String("agent", d.Agent), zap.String("reason", d.Reason))
+	if ce := p.o.Log.Check(zap.DebugLevel, "alert decided"); ce != nil { // no fields built per alert unless logged
+		ce.Write(zap.String("fingerprint", d.Fingerprint), zap.String("alertname", d.Alertname), zap.String("incident", inc.key),
+			zap.String("decision", d.Decision), zap.String("agent", d.Agent), zap.String("reason", d.Reason))
+	}
 	switch d.Decision {
 	case decide.Dispatched:
 		p.queue.del(target.Agent, inc.key)

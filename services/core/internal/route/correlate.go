@@ -88,13 +88,31 @@ var (
 	replicaSetSuffix = regexp.MustCompile(`^(.+)-[bcdfghjklmnpqrstvwxz2456789]{6,10}$`)
 )
 
+// safeSuffix reports whether s ends in n characters of the pod-name
+// alphabet above: a cheap necessary condition for either pattern, so the
+// regexps run only on names that may match (most do not, and Owner runs
+// for every alert).
+func safeSuffix(s string, n int) bool {
+	if len(s) < n+2 {
+		return false
+	}
+	for i := len(s) - n; i < len(s); i++ {
+		if !strings.ContainsRune(podAlphabet, rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+const podAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
 // Owner names the workload behind an alert: owner_kind/owner_name labels
 // (a ReplicaSet's named as its Deployment), then deployment, statefulset,
 // daemonset and replicaset labels, then a Deployment pod's name with the
 // ReplicaSet hash and pod suffix stripped. "" when none is known.
 func Owner(labels map[string]string) (kind, name string) {
 	if k, n := labels["owner_kind"], labels["owner_name"]; k != "" && n != "" {
-		if k == "ReplicaSet" {
+		if k == "ReplicaSet" && safeSuffix(n, 6) {
 			if m := replicaSetSuffix.FindStringSubmatch(n); m != nil {
 				return "Deployment", m[1]
 			}
@@ -106,13 +124,15 @@ func Owner(labels map[string]string) (kind, name string) {
 			return o.kind, n
 		}
 	}
-	if rs := labels["replicaset"]; rs != "" {
+	if rs := labels["replicaset"]; safeSuffix(rs, 6) {
 		if m := replicaSetSuffix.FindStringSubmatch(rs); m != nil {
 			return "Deployment", m[1]
 		}
 	}
-	if m := podOfDeployment.FindStringSubmatch(labels["pod"]); m != nil {
-		return "Deployment", m[1]
+	if pod := labels["pod"]; safeSuffix(pod, 5) && pod[len(pod)-6] == '-' {
+		if m := podOfDeployment.FindStringSubmatch(pod); m != nil {
+			return "Deployment", m[1]
+		}
 	}
 	return "", ""
 }

@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -65,5 +66,46 @@ func TestCorrelationFromFile(t *testing.T) {
 	}
 	if got := fmt.Sprint(def.Correlation.Keys, def.Correlation.MaxListed, def.QueueMax); got != "[node owner group] 20 500" {
 		t.Fatalf("defaults %s", got)
+	}
+}
+
+// TestOwnerPrefilterAgreesWithTheRegexps: the cheap suffix check before the
+// pod-name regexps never changes what Owner finds.
+func TestOwnerPrefilterAgreesWithTheRegexps(t *testing.T) {
+	t.Parallel()
+	names := []string{"", "api-00001", "a-bcdfgh-bcdfg", "-bcdfgh-bcdfg", "api-7d9f8b6c5d-x2x4z", "api-7d9f8b6c5d-x2x4a",
+		"x-bcdfghjklm-zzzzz", "x-bcdfghjklmn-zzzzz", "cart-66b8c9d7f4", "cart-66b8c", "c-bcdfgh", "-bcdfgh", "pg-0"}
+	r := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "ab2z-"
+	for range 20000 {
+		b := make([]byte, r.IntN(20))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		names = append(names, string(b))
+	}
+	viaRegexp := func(labels map[string]string) (string, string) {
+		if k, n := labels["owner_kind"], labels["owner_name"]; k != "" && n != "" {
+			if m := replicaSetSuffix.FindStringSubmatch(n); k == "ReplicaSet" && m != nil {
+				return "Deployment", m[1]
+			}
+			return k, n
+		}
+		if m := replicaSetSuffix.FindStringSubmatch(labels["replicaset"]); m != nil {
+			return "Deployment", m[1]
+		}
+		if m := podOfDeployment.FindStringSubmatch(labels["pod"]); m != nil {
+			return "Deployment", m[1]
+		}
+		return "", ""
+	}
+	for _, n := range names {
+		for _, labels := range []map[string]string{{"pod": n}, {"replicaset": n}, {"owner_kind": "ReplicaSet", "owner_name": n}} {
+			gk, gn := Owner(labels)
+			wk, wn := viaRegexp(labels)
+			if gk != wk || gn != wn {
+				t.Fatalf("Owner(%q) = %q %q, the regexps say %q %q", labels, gk, gn, wk, wn)
+			}
+		}
 	}
 }

@@ -10,7 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -56,23 +57,45 @@ func (a Alert) Alertname() string { return a.Labels["alertname"] }
 func (a Alert) Namespace() string { return a.Labels["namespace"] }
 
 // ContentHash hashes the labels and annotations: the same alert with the
-// same content is not new information; a changed annotation is.
+// same content is not new information; a changed annotation is. The bytes
+// hashed are "labels:<n>\n" then "<len>:<name>=<len>:<value>\n" per label
+// in name order, the same for annotations: the stored states' hashes
+// (alert_state.content_hash) stay valid across versions.
 func (a Alert) ContentHash() string {
-	h := sha256.New()
-	writeMap := func(tag string, m map[string]string) {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		fmt.Fprintf(h, "%s:%d\n", tag, len(keys))
-		for _, k := range keys {
-			fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(m[k]), m[k])
-		}
+	var buf [512]byte
+	b := appendMap(buf[:0], "labels", a.Labels)
+	b = appendMap(b, "annotations", a.Annotations)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+func appendMap(b []byte, tag string, m map[string]string) []byte {
+	b = append(b, tag...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(len(m)), 10)
+	b = append(b, '\n')
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		b = strconv.AppendInt(b, int64(len(k)), 10)
+		b = append(b, ':')
+		b = append(b, k...)
+		b = append(b, '=')
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		b = append(b, ':')
+		b = append(b, v...)
+		b = append(b, '\n')
 	}
-	writeMap("labels", a.Labels)
-	writeMap("annotations", a.Annotations)
-	return hex.EncodeToString(h.Sum(nil)[:12])
+	return b
+}
+
+// sortedKeys are m's keys in order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // BadRequestError is input the sender must fix (HTTP 400): Alertmanager
@@ -185,30 +208,38 @@ func (a Alert) Problem() string {
 	case strings.TrimSpace(a.Labels["alertname"]) == "":
 		return "missing labels.alertname"
 	}
-	names := make([]string, 0, len(a.Labels))
-	for k := range a.Labels {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	total := 0
-	for _, k := range names {
-		total += len(k) + len(a.Labels[k])
+	total, bad := 0, false
+	for k, v := range a.Labels {
+		total += len(k) + len(v)
+		bad = bad || badLabel(k, v) != ""
 	}
 	if total > MaxLabels {
 		return fmt.Sprintf("labels are %d bytes together, the limit is %d", total, MaxLabels)
 	}
-	for _, k := range names {
-		v := a.Labels[k]
-		switch {
-		case len(k) > MaxLabelName:
-			return fmt.Sprintf("label name %q… is %d bytes, the limit is %d", Printable(k, 32), len(k), MaxLabelName)
-		case !api.PlainText(k):
-			return fmt.Sprintf("label name %q holds a control character or invalid UTF-8", Printable(k, 64))
-		case len(v) > MaxLabelValue:
-			return fmt.Sprintf("label %s is %d bytes, the limit is %d", Printable(k, 64), len(v), MaxLabelValue)
-		case !api.PlainProse(v):
-			return fmt.Sprintf("label %s holds a control character or invalid UTF-8", Printable(k, 64))
+	if !bad {
+		return ""
+	}
+	// The first bad label in name order is named: the same reason for the
+	// same alert every time.
+	for _, k := range sortedKeys(a.Labels) {
+		if why := badLabel(k, a.Labels[k]); why != "" {
+			return why
 		}
+	}
+	return ""
+}
+
+// badLabel says what is wrong with one label ("" when nothing is).
+func badLabel(k, v string) string {
+	switch {
+	case len(k) > MaxLabelName:
+		return fmt.Sprintf("label name %q… is %d bytes, the limit is %d", Printable(k, 32), len(k), MaxLabelName)
+	case !api.PlainText(k):
+		return fmt.Sprintf("label name %q holds a control character or invalid UTF-8", Printable(k, 64))
+	case len(v) > MaxLabelValue:
+		return fmt.Sprintf("label %s is %d bytes, the limit is %d", Printable(k, 64), len(v), MaxLabelValue)
+	case !api.PlainProse(v):
+		return fmt.Sprintf("label %s holds a control character or invalid UTF-8", Printable(k, 64))
 	}
 	return ""
 }

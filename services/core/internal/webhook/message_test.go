@@ -1,0 +1,54 @@
+package webhook
+
+import "testing"
+
+// TestContentHashIsStable: the hashes are the ones earlier versions
+// stored (alert_state.content_hash); a change would make every standing
+// alert look changed after an upgrade and investigate it again.
+func TestContentHashIsStable(t *testing.T) {
+	tests := []struct {
+		name string
+		a    Alert
+		want string
+	}{
+		{"empty", Alert{}, "b3a75b5801b55c62372770ce"},
+		{"alertname only", Alert{Labels: map[string]string{"alertname": "A"}}, "657d002b6bcc6d1b43bbac23"},
+		{"crash loop", Alert{Labels: map[string]string{"alertname": "KubePodCrashLooping", "namespace": "team-01", "pod": "api-00001", "severity": "warning"},
+			Annotations: map[string]string{"summary": "Pod api-00001 is crash looping", "runbook_url": "https://runbooks.example/crashloop"}}, "af5c7b2b438745b85a3404b5"},
+		{"separators and UTF-8 in names and values", Alert{Labels: map[string]string{"a=b": "c\nd", "": "x", "é": "ü"},
+			Annotations: map[string]string{"k": ""}}, "d3d1b713f892bfeb58853744"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.a.ContentHash(); got != tt.want {
+				t.Fatalf("ContentHash = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestProblemNamesTheFirstBadLabel: of several bad labels, the reason
+// names the first in name order, whatever order the map iterates in.
+func TestProblemNamesTheFirstBadLabel(t *testing.T) {
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   string
+	}{
+		{"good", map[string]string{"alertname": "A", "namespace": "ns", "summary": "two\tlines\n"}, ""},
+		{"two bad names", map[string]string{"alertname": "A", "b\x00": "x", "a\x01": "y"}, `label name "a\\x01" holds a control character or invalid UTF-8`},
+		{"two bad values", map[string]string{"alertname": "A", "z": "x\x00", "y": "y\x01"}, "label y holds a control character or invalid UTF-8"},
+		{"long value before a bad name", map[string]string{"alertname": "A", "a": string(make([]byte, MaxLabelValue+1)), "b\x00": "x"}, "label a is 4097 bytes, the limit is 4096"},
+		{"over the total", map[string]string{"alertname": "A", "a": string(make([]byte, MaxLabels)), "b\x00": "x"}, "labels are 16398 bytes together, the limit is 16384"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := Alert{Status: "firing", Fingerprint: "f", Labels: tt.labels}
+			for range 20 { // map order varies between iterations
+				if got := a.Problem(); got != tt.want {
+					t.Fatalf("Problem = %q, want %q", got, tt.want)
+				}
+			}
+		})
+	}
+}
