@@ -5,7 +5,6 @@ package webhook
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,14 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	// encoding/json's semantics (case-insensitive names, the last of
+	// duplicate names, invalid UTF-8 replaced, the same error types) on the
+	// v2 implementation, which decodes a webhook in about half the time
+	// with half the allocations (BenchmarkDecode; README, "Benchmark: the
+	// core beside Alertmanager"). It is the code encoding/json runs under
+	// GOEXPERIMENT=jsonv2.
+	json "github.com/go-json-experiment/json/v1"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
@@ -118,9 +125,10 @@ func (e *TooLargeError) Error() string {
 // Decode reads and validates one webhook body.
 func Decode(r io.Reader) (Message, error) {
 	var m Message
-	dec := json.NewDecoder(r)
+	rr := &readErrs{r: r}
+	dec := json.NewDecoder(rr)
 	if err := dec.Decode(&m); err != nil {
-		if tooLarge(err) {
+		if tooLarge(err) || tooLarge(rr.err) {
 			return Message{}, &TooLargeError{Limit: MaxBodyBytes}
 		}
 		var se *json.SyntaxError
@@ -137,7 +145,7 @@ func Decode(r io.Reader) (Message, error) {
 		}
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if tooLarge(err) {
+		if tooLarge(err) || tooLarge(rr.err) {
 			return Message{}, &TooLargeError{Limit: MaxBodyBytes}
 		}
 		return Message{}, badf("malformed JSON: data after the webhook object")
@@ -146,6 +154,21 @@ func Decode(r io.Reader) (Message, error) {
 		return Message{}, err
 	}
 	return m, nil
+}
+
+// readErrs remembers the reader's first error: the decoder reports a
+// body cut by http.MaxBytesReader as a syntax error at the cut.
+type readErrs struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErrs) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 func tooLarge(err error) bool {

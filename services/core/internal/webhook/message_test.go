@@ -1,6 +1,13 @@
 package webhook
 
-import "testing"
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
 
 // TestContentHashIsStable: the hashes are the ones earlier versions
 // stored (alert_state.content_hash); a change would make every standing
@@ -48,6 +55,50 @@ func TestProblemNamesTheFirstBadLabel(t *testing.T) {
 				if got := a.Problem(); got != tt.want {
 					t.Fatalf("Problem = %q, want %q", got, tt.want)
 				}
+			}
+		})
+	}
+}
+
+// TestDecodeKeepsEncodingJSONSemantics: the decoder behaves as
+// encoding/json did — case-insensitive names, the last of duplicate
+// names, invalid UTF-8 replaced — and each refusal keeps its kind: 413
+// for a body over the limit (wherever the cut falls), 400 otherwise.
+func TestDecodeKeepsEncodingJSONSemantics(t *testing.T) {
+	const alert = `{"status":"firing","fingerprint":"f1","labels":{"alertname":"A"},"startsAt":"2026-11-30T11:00:00Z","endsAt":"0001-01-01T00:00:00Z"}`
+	valid := `{"version":"4","status":"firing","alerts":[` + alert + `]}`
+	tests := []struct {
+		name  string
+		body  string
+		limit int64
+		want  string // "" accepted; else the error's text contains it
+		large bool
+	}{
+		{"valid", valid, MaxBodyBytes, "", false},
+		{"names in another case", `{"Version":"4","STATUS":"firing","alerts":[` + alert + `]}`, MaxBodyBytes, "", false},
+		{"the last duplicate wins", `{"version":"3","version":"4","status":"firing","alerts":[` + alert + `]}`, MaxBodyBytes, "", false},
+		{"invalid UTF-8 in a value", `{"version":"4","status":"firing","receiver":"a` + "\xff" + `","alerts":[` + alert + `]}`, MaxBodyBytes, "", false},
+		{"empty", ``, MaxBodyBytes, "empty body", false},
+		{"syntax", `{"version":"4",}`, MaxBodyBytes, "malformed JSON at byte", false},
+		{"type", `{"version":4}`, MaxBodyBytes, `malformed webhook: field "version": got JSON number, want string`, false},
+		{"trailing data", valid + `{}`, MaxBodyBytes, "data after the webhook object", false},
+		{"trailing garbage", valid + `x`, MaxBodyBytes, "data after the webhook object", false},
+		{"cut inside a string", valid, 20, "larger than", true},
+		{"cut after the object", valid + "     ", int64(len(valid)) + 2, "larger than", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(strings.NewReader(tt.body)), tt.limit)
+			m, err := Decode(r)
+			if tt.want == "" {
+				if err != nil || m.Version != "4" || len(m.Alerts) != 1 || m.Alerts[0].Alertname() != "A" {
+					t.Fatalf("Decode = %+v, %v; want the webhook", m, err)
+				}
+				return
+			}
+			var tl *TooLargeError
+			if err == nil || !strings.Contains(err.Error(), tt.want) || errors.As(err, &tl) != tt.large {
+				t.Fatalf("Decode error = %v, want one containing %q (too large: %v)", err, tt.want, tt.large)
 			}
 		})
 	}
