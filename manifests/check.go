@@ -100,6 +100,7 @@ func Check(r *Render, want Expectations, c Contract) []string {
 	checkPods(r, want, c, &p)
 	checkRBAC(r, &p)
 	checkCore(r, want, c, &p)
+	checkRollout(r, &p)
 	checkAgents(r, want, c, &p)
 	checkNetwork(r, &p)
 	checkOverlay(r, want, &p)

@@ -3,6 +3,7 @@ package manifests
 // The checks of the fleet's own Deployments: the core and the five agents,
 // their environment, Services and mounted configuration.
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -338,4 +339,23 @@ func configMapFile(r *Render, spec PodSpec, ctr Container, path string) (string,
 		}
 	}
 	return "", false
+}
+
+// checkRollout: an upgrade never takes the core's serving capacity away
+// and needs nothing but the new pods (docs/ARCHITECTURE.md, "Upgrades"):
+// the core rolls with maxUnavailable 0, old and new replicas side by side
+// on the schema the first new one migrates at start; no Job or Helm hook
+// migrates or waits in between.
+func checkRollout(r *Render, p *problems) {
+	if d := r.Deployment("kubecrew-core"); d != nil {
+		s := d.Spec.Strategy
+		if s.Type != "RollingUpdate" || s.RollingUpdate == nil || fmt.Sprint(s.RollingUpdate.MaxUnavailable) != "0" {
+			p.addf("%s: strategy must be RollingUpdate with maxUnavailable: 0 (old and new cores serve side by side during an upgrade)", d.Ref())
+		}
+	}
+	for _, h := range r.All {
+		if h.Kind == "Job" || h.Metadata.Annotations["helm.sh/hook"] != "" {
+			p.addf("%s: an upgrade is the new pods alone (the core migrates at start under a lock), not a Job or hook", h.Ref())
+		}
+	}
 }

@@ -353,6 +353,17 @@ func TestChecksCatch(t *testing.T) {
 		{"core bound", "", func(r *Render) {
 			r.Bindings[0].Subjects[0].Name = "kubecrew-core"
 		}, "binds the core"},
+		{"core rollout takes a replica away", "", func(r *Render) {
+			r.Deployment("kubecrew-core").Spec.Strategy.RollingUpdate.MaxUnavailable = 1
+		}, "strategy must be RollingUpdate with maxUnavailable: 0"},
+		{"core recreated on upgrade", "", func(r *Render) {
+			s := &r.Deployment("kubecrew-core").Spec.Strategy
+			s.Type, s.RollingUpdate = "Recreate", nil
+		}, "strategy must be RollingUpdate with maxUnavailable: 0"},
+		{"a migration hook", "", func(r *Render) {
+			r.All = append(r.All, Header{Kind: "Job", Metadata: Meta{Name: "migrate", Namespace: "kubecrew",
+				Labels: map[string]string{PartOf: PartOfValue}, Annotations: map[string]string{"helm.sh/hook": "pre-upgrade"}}})
+		}, "Job/kubecrew/migrate: an upgrade is the new pods alone"},
 		{"core token mounted", "", func(r *Render) {
 			r.Deployment("kubecrew-core").Spec.Template.Spec.AutomountServiceAccountToken = nil
 		}, "automountServiceAccountToken must be false"},

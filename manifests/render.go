@@ -64,6 +64,13 @@ type Deployment struct {
 		Replicas *int          `yaml:"replicas"`
 		Selector LabelSelector `yaml:"selector"`
 		Template PodTemplate   `yaml:"template"`
+		Strategy struct {
+			Type          string `yaml:"type"`
+			RollingUpdate *struct {
+				MaxUnavailable any `yaml:"maxUnavailable"`
+				MaxSurge       any `yaml:"maxSurge"`
+			} `yaml:"rollingUpdate"`
+		} `yaml:"strategy"`
 	} `yaml:"spec"`
 }
 

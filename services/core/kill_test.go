@@ -35,20 +35,33 @@ func TestMain(m *testing.M) {
 
 // child is the core running as a process of its own.
 type child struct {
+	name   string // which version, in messages
 	cmd    *exec.Cmd
 	addr   string
 	stderr *lockedBuffer
 	exited chan struct{}
 }
 
-// startChild starts the core on LISTEN_ADDR 127.0.0.1:0 and learns its
-// address from its "core listening" log line.
+// startChild starts this test binary as the core (TestMain).
 func startChild(t *testing.T, env map[string]string) *child {
 	t.Helper()
-	cmd := &exec.Cmd{Path: os.Args[0], Args: []string{"core"}, Env: []string{"KUBECREW_CORE_CHILD=1", "LISTEN_ADDR=127.0.0.1:0", "HOME=" + os.Getenv("HOME")}}
+	return startCore(t, os.Args[0], append([]string{"KUBECREW_CORE_CHILD=1"}, mapEnv(env)...))
+}
+
+func mapEnv(env map[string]string) []string {
+	var out []string
 	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		out = append(out, k+"="+v)
 	}
+	return out
+}
+
+// startCore starts the core binary at path on LISTEN_ADDR 127.0.0.1:0 and
+// learns its address from its "core listening" log line.
+func startCore(t *testing.T, path string, env []string) *child {
+	t.Helper()
+	cmd := &exec.Cmd{Path: path, Args: []string{"core"}, Env: []string{"LISTEN_ADDR=127.0.0.1:0", "HOME=" + os.Getenv("HOME")}}
+	cmd.Env = append(cmd.Env, env...)
 	pr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -156,8 +169,13 @@ func killAlert(fp, status string) map[string]any {
 }
 
 func postAlerts(ctx context.Context, addr string, alerts []map[string]any) (kapi.AlertsAnswer, error) {
+	return postGroup(ctx, addr, "{}:{alertname=\"KubePodCrashLooping\"}", alerts)
+}
+
+// postGroup posts one Alertmanager group's webhook.
+func postGroup(ctx context.Context, addr, groupKey string, alerts []map[string]any) (kapi.AlertsAnswer, error) {
 	body, _ := json.Marshal(map[string]any{
-		"version": "4", "receiver": "kubecrew", "status": "firing", "groupKey": "{}:{alertname=\"KubePodCrashLooping\"}", "alerts": alerts,
+		"version": "4", "receiver": "kubecrew", "status": "firing", "groupKey": groupKey, "alerts": alerts,
 		"groupLabels": map[string]string{}, "commonLabels": map[string]string{}, "commonAnnotations": map[string]string{}, "externalURL": "http://am",
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/api/v1/alerts", bytes.NewReader(body))
