@@ -2,14 +2,16 @@ package manifests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kubecrew/kubecrew/manifests/promqlcheck"
 )
 
 // promRule is the part of a PrometheusRule the checks read.
@@ -28,95 +30,55 @@ type promRule struct {
 	} `yaml:"spec"`
 }
 
-var (
-	// metricRef is a kubecrew series name in a PromQL expression.
-	metricRef = regexp.MustCompile(`\bkubecrew_[a-z0-9_]+\b`)
-	// fullName is a metric registered under its full name in Go source.
-	fullName = regexp.MustCompile(`Name:\s*"(kubecrew_[a-z0-9_]+)"`)
-	// partName is a Name: next to Namespace/Subsystem constants.
-	partName   = regexp.MustCompile(`Name:\s*"([a-z0-9_]+)"`)
-	nsSubConst = regexp.MustCompile(`namespace, subsystem\s*=\s*"([a-z]+)",\s*"([a-z_]+)"`)
-)
+// kubeStateMetrics are the kube-state-metrics series the rules use, with
+// their labels (its docs, "Deployment Metrics").
+var kubeStateMetrics = map[string][]string{
+	"kube_deployment_spec_replicas":             {"namespace", "deployment"},
+	"kube_deployment_status_replicas_available": {"namespace", "deployment"},
+}
 
-// codeMetrics lists every metric name the binaries register, read from the
-// Go source of pkg/ and services/ (tests excluded): Name: "kubecrew_…", or a
-// Name: in a file with namespace and subsystem constants (the core's).
-func codeMetrics(t *testing.T) map[string]bool {
+// scrapeLabels are the target labels the Prometheus Operator gives every
+// series a ServiceMonitor scrapes (namespace, service, pod, container,
+// endpoint = the port's name, job, instance).
+var scrapeLabels = []string{"namespace", "service", "pod", "container", "endpoint", "job", "instance"}
+
+// fleetChecker knows every series the binaries register, read from their
+// Go source (pkg/ and services/, tests excluded; each binary with its own
+// WrapRegistererWith labels), and the kube-state-metrics series above.
+func fleetChecker(t *testing.T) promqlcheck.Checker {
 	t.Helper()
-	out := map[string]bool{}
-	for _, dir := range []string{"pkg", "services"} {
-		err := filepath.WalkDir(filepath.Join(repoRoot, dir), func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-				return err
-			}
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			for _, m := range fullName.FindAllStringSubmatch(string(b), -1) {
-				out[m[1]] = true
-			}
-			if c := nsSubConst.FindStringSubmatch(string(b)); c != nil {
-				for _, m := range partName.FindAllStringSubmatch(string(b), -1) {
-					out[c[1]+"_"+c[2]+"_"+m[1]] = true
-				}
-			}
-			return nil
-		})
+	all := promqlcheck.Metrics{}
+	for _, bin := range []string{"agent", "core"} {
+		m, err := promqlcheck.ScanGo(filepath.Join(repoRoot, "services", bin), filepath.Join(repoRoot, "pkg"))
 		if err != nil {
 			t.Fatal(err)
 		}
+		all.Merge(m)
 	}
-	return out
+	for s, ls := range kubeStateMetrics {
+		all.Add(s, ls...)
+	}
+	return promqlcheck.Checker{Series: all, Target: scrapeLabels}
 }
 
-// seriesName maps a histogram's series to its metric.
-func seriesName(s string) string {
-	for _, suf := range []string{"_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(s, suf); ok {
-			return base
-		}
-	}
-	return s
-}
+// grafanaVars are Grafana's own range variables, given a value so the
+// expression parses as Prometheus will receive it.
+var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
 
-func balanced(expr string) bool {
-	depth := map[rune]int{}
-	pairs := map[rune]rune{')': '(', '}': '{', ']': '['}
-	inStr := false
-	for _, r := range expr {
-		switch {
-		case r == '"':
-			inStr = !inStr
-		case inStr:
-		case r == '(' || r == '{' || r == '[':
-			depth[r]++
-		case pairs[r] != 0:
-			depth[pairs[r]]--
-			if depth[pairs[r]] < 0 {
-				return false
-			}
-		}
-	}
-	return !inStr && depth['('] == 0 && depth['{'] == 0 && depth['['] == 0
-}
+// query is one PromQL expression of the chart and where it is.
+type query struct{ where, expr string }
 
-// TestMonitoringUsesRealMetrics: every kubecrew_ series the PrometheusRule
-// and the dashboard query is a metric the code registers (a renamed metric
-// would silently never fire), each alert has a runbook section, and the
-// scanner itself finds the metrics README.md documents.
-func TestMonitoringUsesRealMetrics(t *testing.T) {
-	t.Parallel()
-	code := codeMetrics(t)
-	for _, known := range []string{"kubecrew_agent_runs_total", "kubecrew_core_alert_decisions_total", "kubecrew_agent_token_budget_left_tokens"} {
-		if !code[known] {
-			t.Fatalf("the source scan misses %s (found %d names): fix codeMetrics", known, len(code))
-		}
-	}
-	_, rel := helmRender(t, helmCase{name: "monitoring", values: "monitoring-values.yaml"})
-	var exprs []string
+// labelValues is a Grafana variable's query, label_values(series, label).
+var labelValues = regexp.MustCompile(`^label_values\((.+),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
+
+// monitoringQueries reads every expression of a render's PrometheusRule
+// (and its alerts' runbook_url) and of the dashboard: panel targets, and
+// template variables as the query Grafana sends for them.
+func monitoringQueries(t *testing.T, manifest string, dashboard []byte) ([]query, map[string]string) {
+	t.Helper()
+	var out []query
 	alerts := map[string]string{} // alert → runbook_url
-	dec := yaml.NewDecoder(strings.NewReader(rel.Manifest))
+	dec := yaml.NewDecoder(strings.NewReader(manifest))
 	for {
 		var pr promRule
 		if err := dec.Decode(&pr); err != nil {
@@ -127,26 +89,13 @@ func TestMonitoringUsesRealMetrics(t *testing.T) {
 		}
 		for _, g := range pr.Spec.Groups {
 			for _, r := range g.Rules {
-				if !balanced(r.Expr) {
-					t.Errorf("%s: unbalanced expression %s", r.Alert, r.Expr)
-				}
 				if r.Labels["severity"] != "warning" && r.Labels["severity"] != "critical" {
 					t.Errorf("%s: severity %q (the kubecrew Alertmanager route takes warning|critical)", r.Alert, r.Labels["severity"])
 				}
-				exprs = append(exprs, r.Expr)
+				out = append(out, query{"alert " + r.Alert, r.Expr})
 				alerts[r.Alert] = r.Annotations["runbook_url"]
 			}
 		}
-	}
-	wantAlerts := []string{"KubecrewAgentDown", "KubecrewRunsFailing", "KubecrewModelErrors", "KubecrewQueueGrowing", "KubecrewPostgresDegraded", "KubecrewTokenBudgetSpent"}
-	for _, a := range wantAlerts {
-		if _, ok := alerts[a]; !ok {
-			t.Errorf("no alert %s in the PrometheusRule", a)
-		}
-	}
-	b, err := os.ReadFile(filepath.Join(chartDir, "files", "dashboard.json"))
-	if err != nil {
-		t.Fatal(err)
 	}
 	var dash struct {
 		Panels []struct {
@@ -155,37 +104,85 @@ func TestMonitoringUsesRealMetrics(t *testing.T) {
 				Expr string `json:"expr"`
 			} `json:"targets"`
 		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name  string `json:"name"`
+				Type  string `json:"type"`
+				Query any    `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
 	}
-	if err := json.Unmarshal(b, &dash); err != nil {
+	if err := json.Unmarshal(dashboard, &dash); err != nil {
 		t.Fatalf("dashboard.json: %v", err)
 	}
 	for _, p := range dash.Panels {
 		for _, tg := range p.Targets {
-			if !balanced(tg.Expr) {
-				t.Errorf("dashboard panel %q: unbalanced expression %s", p.Title, tg.Expr)
-			}
-			exprs = append(exprs, tg.Expr)
+			out = append(out, query{fmt.Sprintf("dashboard panel %q", p.Title), grafanaVars.Replace(tg.Expr)})
+		}
+	}
+	for _, v := range dash.Templating.List {
+		q, _ := v.Query.(string)
+		if v.Type != "query" {
+			continue
+		}
+		m := labelValues.FindStringSubmatch(q)
+		if m == nil {
+			t.Errorf("dashboard variable %s: query %q is not label_values(series, label)", v.Name, q)
+			continue
+		}
+		out = append(out, query{"dashboard variable " + v.Name, fmt.Sprintf("count by (%s) (%s)", m[2], m[1])})
+	}
+	return out, alerts
+}
+
+// TestMonitoringQueries: every expression of the PrometheusRule and the
+// dashboard parses with Prometheus's own parser, and every series and label
+// it uses is one the binaries register (or kube-state-metrics, or the
+// scrape, adds): a renamed metric or label would silently never fire. The
+// scan must find the metrics README.md documents, and each alert named in
+// docs/RUNBOOK.md must be in the rule.
+func TestMonitoringQueries(t *testing.T) {
+	t.Parallel()
+	c := fleetChecker(t)
+	for series, label := range map[string]string{
+		"kubecrew_agent_runs_total": "workflow_type", "kubecrew_core_alert_decisions_total": "decision",
+		"kubecrew_agent_token_budget_left_tokens": "agent", "kubecrew_core_investigation_duration_seconds_bucket": "le",
+	} {
+		if !c.Series[series][label] {
+			t.Fatalf("the source scan misses %s{%s} (found %d series): fix promqlcheck.ScanGo", series, label, len(c.Series))
+		}
+	}
+	_, rel := helmRender(t, helmCase{name: "monitoring", values: "monitoring-values.yaml"})
+	b, err := os.ReadFile(filepath.Join(chartDir, "files", "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries, alerts := monitoringQueries(t, rel.Manifest, b)
+	for _, a := range []string{"KubecrewAgentDown", "KubecrewRunsFailing", "KubecrewModelErrors", "KubecrewQueueGrowing", "KubecrewPostgresDegraded", "KubecrewTokenBudgetSpent"} {
+		if _, ok := alerts[a]; !ok {
+			t.Errorf("no alert %s in the PrometheusRule", a)
 		}
 	}
 	used := map[string]bool{}
-	for _, e := range exprs {
-		for _, m := range metricRef.FindAllString(e, -1) {
-			used[seriesName(m)] = true
+	for _, q := range queries {
+		for _, p := range c.Check(q.expr) {
+			t.Errorf("%s: %s\n  %s", q.where, p, q.expr)
+		}
+		for _, s := range c.Used(q.expr) {
+			used[s] = true
 		}
 	}
-	if len(used) < 8 {
-		t.Errorf("only %d kubecrew metrics used: %v", len(used), used)
+	if len(queries) < 15 || len(used) < 10 {
+		t.Errorf("only %d queries over %d series checked: %v", len(queries), len(used), used)
 	}
-	var missing []string
-	for m := range used {
-		if !code[m] {
-			missing = append(missing, m)
-		}
-	}
-	sort.Strings(missing)
-	for _, m := range missing {
-		t.Errorf("%s is queried but no code registers it", m)
-	}
+}
+
+// TestMonitoringRunbook: each alert's runbook_url is its section of
+// docs/RUNBOOK.md.
+func TestMonitoringRunbook(t *testing.T) {
+	t.Parallel()
+	_, rel := helmRender(t, helmCase{name: "monitoring", values: "monitoring-values.yaml"})
+	_, alerts := monitoringQueries(t, rel.Manifest, []byte("{}"))
 	runbook, err := os.ReadFile(filepath.Join(repoRoot, "docs", "RUNBOOK.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -195,6 +192,9 @@ func TestMonitoringUsesRealMetrics(t *testing.T) {
 		if h, ok := strings.CutPrefix(line, "## "); ok {
 			anchors[strings.ToLower(strings.ReplaceAll(strings.TrimSpace(h), " ", "-"))] = true
 		}
+	}
+	if len(alerts) == 0 {
+		t.Fatal("no alerts rendered")
 	}
 	for a, url := range alerts {
 		_, frag, ok := strings.Cut(url, "docs/RUNBOOK.md#")
