@@ -10,6 +10,8 @@
 #   2. every overlay (and each component on the base) rendered with
 #      `kubectl kustomize` and applied with --server-side --dry-run=server:
 #      schema, defaulting, admission and PodSecurity "restricted" warnings.
+#      ServiceMonitors and the PrometheusRule against the Prometheus
+#      Operator's own CRDs (from its Go module, through the Go proxy).
 #   3. the base RBAC and admission policy applied for real, then the API
 #      server's authorizer asked (kubectl auth can-i --as=<ServiceAccount>):
 #      no ServiceAccount reads Secrets; only Sol patches Deployments and
@@ -21,7 +23,8 @@
 #      (fixture namespaces → null, before the kubecrew route).
 #   The Helm chart (manifests/helm/kubecrew) goes through 2 and 3 too:
 #   rendered by manifests/cmd/chartrender (the Helm Go library) with its
-#   defaults and testdata/helm/full-values.yaml, dry-run, and its RBAC
+#   defaults, testdata/helm/full-values.yaml and monitoring-values.yaml,
+#   dry-run, and its RBAC
 #   applied over the base's and judged by the same authorizer checks (the
 #   defaults must grant exactly the base's rules).
 #
@@ -158,8 +161,8 @@ done
 # the `helm template` code path) with its defaults and with every value set.
 if [[ -n $GO ]]; then
   if (cd manifests && GOWORK=off "$GO" build -o "$WORK/bin/chartrender" ./cmd/chartrender) 2>"$WORK/err"; then
-    for v in default full; do
-      args=(); [[ $v == full ]] && args=(-f testdata/helm/full-values.yaml)
+    for v in default full monitoring; do
+      args=(); [[ $v != default ]] && args=(-f "testdata/helm/$v-values.yaml")
       if (cd manifests && "$WORK/bin/chartrender" "${args[@]}" -n "$NS" -notes "$WORK/helm_$v.notes") >"$WORK/helm_$v.yaml" 2>"$WORK/err"; then
         renders+=("helm/$v=$WORK/helm_$v.yaml")
       else
@@ -225,9 +228,48 @@ else
   fail "apply RBAC and admission policy"
 fi
 
+# ---- 2a'. the Prometheus Operator's CRDs ---------------------------------------
+# components/monitoring and the chart's monitoring values render
+# ServiceMonitors and a PrometheusRule: the API server takes them only with
+# the operator's CRDs. The real ones, from the operator's Go module (its
+# example/prometheus-operator-crd/), fetched through the Go module proxy into
+# the module cache (the only network used; later runs read the cache), then
+# applied for real. Without them those renders are skipped (with CI=true a
+# failure).
+PROM_OPERATOR_VERSION=${PROM_OPERATOR_VERSION:-v0.85.0}
+monitoring_crds=0
+if [[ -z $GO ]]; then
+  skip "the Prometheus Operator CRDs: no go toolchain to fetch them"
+elif ! crd_dir=$(cd "$WORK" && GOWORK=off GOFLAGS=-mod=mod "$GO" mod download -json \
+    "github.com/prometheus-operator/prometheus-operator@$PROM_OPERATOR_VERSION" 2>"$WORK/err" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || [[ -z $crd_dir ]]; then
+  head -3 "$WORK/err" >&2
+  skip "the Prometheus Operator CRDs: go mod download prometheus-operator@$PROM_OPERATOR_VERSION failed"
+else
+  crd_files=()
+  for k in prometheusrules servicemonitors; do crd_files+=(-f "$crd_dir/example/prometheus-operator-crd/monitoring.coreos.com_$k.yaml"); done
+  new_crds=()
+  for k in prometheusrules servicemonitors; do
+    kc get crd "$k.monitoring.coreos.com" >/dev/null 2>&1 || new_crds+=("crd/$k.monitoring.coreos.com")
+  done
+  if kc apply --server-side --force-conflicts --field-manager=kubecrew-manifests-check "${crd_files[@]}" >"$WORK/out" 2>&1 &&
+     kc wait --for=condition=Established --timeout=60s crd/prometheusrules.monitoring.coreos.com crd/servicemonitors.monitoring.coreos.com >>"$WORK/out" 2>&1; then
+    monitoring_crds=1
+    CREATED+=("${new_crds[@]}")
+    ok "the Prometheus Operator's CRDs ($PROM_OPERATOR_VERSION, from the Go module proxy): PrometheusRule, ServiceMonitor established"
+  else
+    cat "$WORK/out" >&2
+    fail "apply the Prometheus Operator's CRDs from $crd_dir"
+  fi
+fi
+
 # ---- 2b. server-side dry-run of every render ---------------------------------
 for r in "${renders[@]}"; do
   name=${r%%=*} file=${r#*=}
+  if [[ $monitoring_crds == 0 ]] && grep -q '^apiVersion: monitoring.coreos.com/' "$file"; then
+    skips+=("dry-run $name: no Prometheus Operator CRDs"); log "SKIP  dry-run $name: no Prometheus Operator CRDs"
+    continue
+  fi
   if kc apply --server-side --dry-run=server --force-conflicts --field-manager=kubecrew-manifests-check \
       -f "$file" >"$WORK/out" 2>"$WORK/err"; then
     if grep -qi 'warning' "$WORK/err"; then

@@ -79,6 +79,12 @@ type Expectations struct {
 	// Secrets: Secrets other than SecretName that references may name, with
 	// keys of any name (the Helm chart's {secretName, key} references).
 	Secrets map[string]bool
+	// ServiceMonitors: the core's and every agent's Service are scraped
+	// (components/monitoring, monitoring.serviceMonitor.enabled).
+	ServiceMonitors bool
+	// ScrapeFrom: the agents' NetworkPolicy has one rule admitting
+	// Prometheus on 8000 only (monitoring.allowScrape.enabled).
+	ScrapeFrom bool
 }
 
 // Contract is what the manifests are checked against that lives outside
@@ -102,7 +108,8 @@ func Check(r *Render, want Expectations, c Contract) []string {
 	checkCore(r, want, c, &p)
 	checkRollout(r, &p)
 	checkAgents(r, want, c, &p)
-	checkNetwork(r, &p)
+	checkNetwork(r, want, &p)
+	checkServiceMonitors(r, want, &p)
 	checkOverlay(r, want, &p)
 	return p
 }
@@ -273,8 +280,9 @@ func pulseLeaseRule(kind string, rule Rule) bool {
 }
 
 // checkNetwork: every agent pod is selected by a policy that admits only
-// part-of=kubecrew pods; the core admits anyone on 8080.
-func checkNetwork(r *Render, p *problems) {
+// part-of=kubecrew pods (and, when expected, the scraper's rule); the core
+// admits anyone on 8080.
+func checkNetwork(r *Render, want Expectations, p *problems) {
 	for _, ot := range r.PodTemplates() {
 		labels := ot.Template.Metadata.Labels
 		comp := labels[Component]
@@ -291,6 +299,7 @@ func checkNetwork(r *Render, p *problems) {
 			p.addf("%s: no NetworkPolicy restricts ingress to its pods", ot.Owner.Ref())
 			continue
 		}
+		scrapers := 0
 		for _, np := range selecting {
 			for i, in := range np.Spec.Ingress {
 				if comp == "core" {
@@ -304,6 +313,10 @@ func checkNetwork(r *Render, p *problems) {
 				if len(in.From) == 0 {
 					p.addf("%s ingress %d: admits every source; agents take traffic only from the fleet", np.Ref(), i+1)
 				}
+				if want.ScrapeFrom && scrapeRule(in) {
+					scrapers++
+					continue
+				}
 				for _, f := range in.From {
 					if f.IPBlock != nil || f.NamespaceSelector != nil || f.PodSelector == nil ||
 						f.PodSelector.MatchLabels[PartOf] != PartOfValue {
@@ -311,6 +324,9 @@ func checkNetwork(r *Render, p *problems) {
 					}
 				}
 			}
+		}
+		if comp == "agent" && want.ScrapeFrom && scrapers != 1 {
+			p.addf("%s: %d ingress rules admit a scraper on 8000 alone, want 1 (monitoring.allowScrape)", ot.Owner.Ref(), scrapers)
 		}
 	}
 }

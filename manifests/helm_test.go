@@ -40,6 +40,9 @@ var helmCases = []helmCase{
 			"kubecrew-github-sol": true, "kubecrew-github-vera": true,
 		},
 	}},
+	// Every monitoring object: components/monitoring's rules plus the
+	// PrometheusRule and the dashboard (monitoring_test.go).
+	{name: "monitoring", values: "monitoring-values.yaml", want: expectations["components/monitoring"]},
 }
 
 var helmCache sync.Map // case name → helmchart.Release
@@ -306,29 +309,64 @@ func TestHelmMatchesKustomize(t *testing.T) {
 	if want := "image: ghcr.io/kubecrew/kubecrew:" + meta.AppVersion + "\n"; strings.Count(def.Manifest, want) != 6 {
 		t.Errorf("the default render has %d containers with %q, want 6", strings.Count(def.Manifest, want), want)
 	}
+	if n := sameObjects(t, kust, helm); n < 20 {
+		t.Errorf("only %d objects compared; the base renders more", n)
+	}
+}
+
+// chartOnly are the objects only the chart renders: the fleet's alerts and
+// dashboard (components/monitoring brings the scraping alone).
+var chartOnly = map[string]bool{"PrometheusRule/kubecrew/kubecrew": true, "ConfigMap/kubecrew/kubecrew-dashboard": true}
+
+// TestHelmMonitoringMatchesKustomize: with monitoring.serviceMonitor and
+// monitoring.allowScrape on at their defaults, the chart renders what the
+// base with components/monitoring does (the ServiceMonitors, the agents'
+// NetworkPolicy with the scraper's rule), and the same RBAC.
+func TestHelmMonitoringMatchesKustomize(t *testing.T) {
+	t.Parallel()
+	kust := objects(t, string(renderBytes(t, target{name: "components/monitoring", component: "components/monitoring"})))
+	delete(kust, "Namespace/<nil>/kubecrew")
+	_, rel := helmRender(t, helmCases[2])
+	helm := objects(t, rel.Manifest)
+	for k := range chartOnly {
+		if helm[k] == nil {
+			t.Errorf("%s: not rendered with %s", k, helmCases[2].values)
+		}
+		delete(helm, k)
+	}
+	if kust["ServiceMonitor/kubecrew/kubecrew-agents"] == nil {
+		t.Fatal("components/monitoring renders no ServiceMonitor kubecrew-agents")
+	}
+	if n := sameObjects(t, kust, helm); n < 22 {
+		t.Errorf("only %d objects compared", n)
+	}
+}
+
+// sameObjects reports every object rendered by one and not the other and
+// every field that differs; it returns how many objects it compared.
+func sameObjects(t *testing.T, kust, helm map[string]map[string]any) int {
+	t.Helper()
 	var keys []string
 	for k := range kust {
 		keys = append(keys, k)
 	}
 	for k := range helm {
 		if kust[k] == nil {
-			t.Errorf("%s: rendered by the chart, not by the base", k)
+			t.Errorf("%s: rendered by the chart, not by kustomize", k)
 		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
 		h := helm[k]
 		if h == nil {
-			t.Errorf("%s: in the base, not rendered by the chart", k)
+			t.Errorf("%s: rendered by kustomize, not by the chart", k)
 			continue
 		}
 		for _, d := range diff(k, kust[k], h) {
 			t.Error(d)
 		}
 	}
-	if len(keys) < 20 {
-		t.Errorf("only %d objects compared; the base renders more", len(keys))
-	}
+	return len(keys)
 }
 
 // TestHelmRBACMatchesKustomize: the same Roles, rules and bindings from
@@ -376,7 +414,7 @@ func renderBytes(t *testing.T, tg target) []byte {
 // catches a broken template.
 func TestHelmLint(t *testing.T) {
 	t.Parallel()
-	for _, hc := range append(helmCases, helmCase{name: "monitoring", values: "monitoring-values.yaml"}) {
+	for _, hc := range helmCases {
 		msgs, err := helmchart.Lint(chartDir, "kubecrew", helmValues(t, hc.values))
 		if err != nil {
 			t.Fatal(err)

@@ -32,6 +32,11 @@ func TestHelmSchemaRejects(t *testing.T) {
 		{"Secret name not a DNS name", "database: {url: {secretName: My_Secret}}", "/database/url/secretName"},
 		{"log level", "core: {logLevel: verbose}", "/core/logLevel"},
 		{"model URL without scheme", "model: {baseURL: llm.internal:8000/v1}", "/model/baseURL"},
+		{"misspelt monitoring key", "monitoring: {serviceMonitors: {enabled: true}}", "serviceMonitors"},
+		{"scrape interval without unit", "monitoring: {serviceMonitor: {interval: '30'}}", "/monitoring/serviceMonitor/interval"},
+		{"scrape selector misspelt", "monitoring: {allowScrape: {podSelector: {matchLabel: {app: prometheus}}}}", "matchLabel"},
+		{"scrape selector operator", "monitoring: {allowScrape: {podSelector: {matchExpressions: [{key: app, operator: Equals, values: [prometheus]}]}}}", "/monitoring/allowScrape/podSelector/matchExpressions/0/operator"},
+		{"scrape with no selector", "monitoring: {allowScrape: {enabled: true, namespaceSelector: null, podSelector: null}}", "would admit every pod"},
 		{"persona replicas as string", "agents: {personas: {k8s-engineer: {enabled: true, replicas: 'one'}}}", "replicas"},
 	}
 	for _, tc := range cases {

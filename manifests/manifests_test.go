@@ -55,6 +55,7 @@ var expectations = map[string]Expectations{
 	"overlays/dev":             {CoreReplicas: 1, ImageTag: "dev", LogLevel: "debug"},
 	"overlays/prod":            {CoreReplicas: 2, DatabaseRequired: true, PDB: true, LogLevel: "info"},
 	"components/pulse-cronjob": {CoreReplicas: 2, PulseCronJob: true},
+	"components/monitoring":    {CoreReplicas: 2, ServiceMonitors: true, ScrapeFrom: true},
 }
 
 func targets(t *testing.T) []target {
@@ -450,6 +451,29 @@ func TestChecksCatch(t *testing.T) {
 		{"pulse timer left on", "components/pulse-cronjob", func(r *Render) {
 			envByName(agentCtr(r, "platform-sre"), "PULSE_ENABLED").Value = "true"
 		}, "one clock, not two"},
+		{"scraper admitted on every port", "components/monitoring", func(r *Render) {
+			in := &agentPolicy(r).Spec.Ingress[1]
+			in.Ports = append(in.Ports, in.Ports[0])
+			in.Ports[1].Port = 9090
+		}, "ingress 2: admits sources outside"},
+		{"scraper from every namespace", "components/monitoring", func(r *Render) {
+			in := &agentPolicy(r).Spec.Ingress[1]
+			in.From[0].PodSelector, in.From[0].NamespaceSelector = nil, &LabelSelector{}
+		}, "ingress 2: admits sources outside"},
+		{"scraper rule gone", "components/monitoring", func(r *Render) {
+			agentPolicy(r).Spec.Ingress = agentPolicy(r).Spec.Ingress[:1]
+		}, "0 ingress rules admit a scraper"},
+		{"ServiceMonitor without honorLabels", "components/monitoring", func(r *Render) {
+			r.ServiceMonitors[0].Spec.Endpoints[0].HonorLabels = false
+		}, "want /metrics and true"},
+		{"ServiceMonitor on a port the Service lacks", "components/monitoring", func(r *Render) {
+			r.ServiceMonitors[1].Spec.Endpoints[0].Port = "metrics"
+		}, `has no port named "metrics"`},
+		{"agents not scraped", "components/monitoring", func(r *Render) {
+			for i := range r.ServiceMonitors {
+				r.ServiceMonitors[i].Spec.Selector.MatchLabels[Component] = "core"
+			}
+		}, "Service/kubecrew/agent-platform-sre: no ServiceMonitor scrapes it"},
 	}
 	if c.AgentEnv != nil {
 		cases = append(cases, mutation{"misspelt variable", "", func(r *Render) {
@@ -485,4 +509,14 @@ func TestChecksCatch(t *testing.T) {
 			t.Errorf("after %q, want a problem containing %q; got %q", tc.name, tc.want, got)
 		})
 	}
+}
+
+// agentPolicy is the agents' NetworkPolicy of a render.
+func agentPolicy(r *Render) *NetworkPolicy {
+	for i := range r.NetworkPolicies {
+		if r.NetworkPolicies[i].Metadata.Name == "kubecrew-agents" {
+			return &r.NetworkPolicies[i]
+		}
+	}
+	return &NetworkPolicy{}
 }

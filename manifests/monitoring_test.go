@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kubecrew/kubecrew/manifests/helmchart"
 	"github.com/kubecrew/kubecrew/manifests/promqlcheck"
 )
 
@@ -204,14 +206,65 @@ func TestMonitoringRunbook(t *testing.T) {
 	}
 }
 
-// TestMonitoringOffByDefault: the defaults render neither (the base has
-// neither, and a cluster without the Prometheus Operator refuses the CRD).
-func TestMonitoringOffByDefault(t *testing.T) {
+// TestMonitoringValues: each monitoring value renders its objects and
+// nothing else; off (the defaults) renders none of them and the agents'
+// NetworkPolicy as the base has it (a cluster without the Prometheus
+// Operator refuses its kinds).
+func TestMonitoringValues(t *testing.T) {
 	t.Parallel()
-	_, rel := helmRender(t, helmCases[0])
-	for _, s := range []string{"kind: PrometheusRule", "kubecrew-dashboard"} {
-		if strings.Contains(rel.Manifest, s) {
-			t.Errorf("the default render contains %s", s)
-		}
+	type counts struct{ rules, monitors, dashboards, agentIngress int }
+	for _, tc := range []struct {
+		name, values string
+		want         counts
+		labels       map[string]string // on every ServiceMonitor
+	}{
+		{"off", "", counts{0, 0, 0, 1}, nil},
+		{"rule", "monitoring: {prometheusRule: {enabled: true}}", counts{1, 0, 0, 1}, nil},
+		{"dashboard", "monitoring: {grafanaDashboard: {enabled: true}}", counts{0, 0, 1, 1}, nil},
+		{"service monitors", "monitoring: {serviceMonitor: {enabled: true, interval: 1m, labels: {release: prom}}}", counts{0, 2, 0, 1}, map[string]string{"release": "prom"}},
+		{"allow scrape", "monitoring: {allowScrape: {enabled: true, podSelector: null, namespaceSelector: {matchLabels: {team: observability}}}}", counts{0, 0, 0, 2}, nil},
+		{"all", "monitoring: {prometheusRule: {enabled: true}, grafanaDashboard: {enabled: true}, serviceMonitor: {enabled: true}, allowScrape: {enabled: true}}", counts{1, 2, 1, 2}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var v map[string]any
+			if err := yaml.Unmarshal([]byte(tc.values), &v); err != nil {
+				t.Fatal(err)
+			}
+			rel, err := helmchart.Render(context.Background(), chartDir, "kubecrew", "kubecrew", v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Parse("helm/"+tc.name, []byte(rel.Manifest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got counts
+			for _, h := range r.All {
+				switch {
+				case h.Kind == "PrometheusRule":
+					got.rules++
+				case h.Kind == "ServiceMonitor":
+					got.monitors++
+				case h.Kind == "ConfigMap" && h.Metadata.Name == "kubecrew-dashboard":
+					got.dashboards++
+				}
+			}
+			got.agentIngress = len(agentPolicy(r).Spec.Ingress)
+			if got != tc.want {
+				t.Errorf("rendered %+v, want %+v", got, tc.want)
+			}
+			for _, sm := range r.ServiceMonitors {
+				for k, v := range tc.labels {
+					if sm.Metadata.Labels[k] != v {
+						t.Errorf("%s: label %s=%q, want %q", sm.Ref(), k, sm.Metadata.Labels[k], v)
+					}
+				}
+			}
+			want := Expectations{CoreReplicas: 2, ServiceMonitors: tc.want.monitors > 0, ScrapeFrom: tc.want.agentIngress > 1}
+			for _, p := range Check(r, want, loadContract(t)) {
+				t.Error(p)
+			}
+		})
 	}
 }

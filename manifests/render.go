@@ -40,6 +40,7 @@ type Render struct {
 	NetworkPolicies []NetworkPolicy
 	ConfigMaps      []ConfigMap
 	PDBs            []PDB
+	ServiceMonitors []ServiceMonitor
 }
 
 // Header is what every object has.
@@ -236,12 +237,15 @@ type Service struct {
 	Header `yaml:",inline"`
 	Spec   struct {
 		Selector map[string]string `yaml:"selector"`
-		Ports    []struct {
-			Name       string `yaml:"name"`
-			Port       int    `yaml:"port"`
-			TargetPort any    `yaml:"targetPort"`
-		} `yaml:"ports"`
+		Ports    []ServicePort     `yaml:"ports"`
 	} `yaml:"spec"`
+}
+
+// ServicePort is one port of a Service.
+type ServicePort struct {
+	Name       string `yaml:"name"`
+	Port       int    `yaml:"port"`
+	TargetPort any    `yaml:"targetPort"`
 }
 
 // ServiceAccount is a ServiceAccount.
@@ -285,17 +289,34 @@ type NetworkPolicy struct {
 	Spec   struct {
 		PodSelector LabelSelector `yaml:"podSelector"`
 		PolicyTypes []string      `yaml:"policyTypes"`
-		Ingress     []struct {
-			From []struct {
-				PodSelector       *LabelSelector `yaml:"podSelector"`
-				NamespaceSelector *LabelSelector `yaml:"namespaceSelector"`
-				IPBlock           any            `yaml:"ipBlock"`
-			} `yaml:"from"`
-			Ports []struct {
-				Port     any    `yaml:"port"`
-				Protocol string `yaml:"protocol"`
-			} `yaml:"ports"`
-		} `yaml:"ingress"`
+		Ingress     []IngressRule `yaml:"ingress"`
+	} `yaml:"spec"`
+}
+
+// IngressRule is one rule of a NetworkPolicy's ingress.
+type IngressRule struct {
+	From []struct {
+		PodSelector       *LabelSelector `yaml:"podSelector"`
+		NamespaceSelector *LabelSelector `yaml:"namespaceSelector"`
+		IPBlock           any            `yaml:"ipBlock"`
+	} `yaml:"from"`
+	Ports []struct {
+		Port     any    `yaml:"port"`
+		Protocol string `yaml:"protocol"`
+	} `yaml:"ports"`
+}
+
+// ServiceMonitor is the subset of a Prometheus Operator ServiceMonitor the
+// checks read.
+type ServiceMonitor struct {
+	Header `yaml:",inline"`
+	Spec   struct {
+		Selector  LabelSelector `yaml:"selector"`
+		Endpoints []struct {
+			Port        string `yaml:"port"`
+			Path        string `yaml:"path"`
+			HonorLabels bool   `yaml:"honorLabels"`
+		} `yaml:"endpoints"`
 	} `yaml:"spec"`
 }
 
@@ -366,6 +387,9 @@ func Parse(name string, data []byte) (*Render, error) {
 		case "PodDisruptionBudget":
 			r.PDBs = append(r.PDBs, PDB{})
 			target = &r.PDBs[len(r.PDBs)-1]
+		case "ServiceMonitor":
+			r.ServiceMonitors = append(r.ServiceMonitors, ServiceMonitor{})
+			target = &r.ServiceMonitors[len(r.ServiceMonitors)-1]
 		default:
 			continue
 		}
