@@ -268,3 +268,32 @@ func TestMonitoringValues(t *testing.T) {
 		})
 	}
 }
+
+// TestMonitoringLabelsSurviveTheScrape: the ServiceMonitors honor the
+// binaries' labels (honorLabels, checkServiceMonitors), so a kubecrew
+// series' own label named like a target label replaces the target's. Only
+// `endpoint` may (the model or agent endpoint: the target's would be the
+// port name); an own namespace, pod, job or instance would move a series
+// out of the namespace the rules and the dashboard select by.
+func TestMonitoringLabelsSurviveTheScrape(t *testing.T) {
+	t.Parallel()
+	c := fleetChecker(t)
+	collide := 0
+	for s, own := range c.Series {
+		if _, external := kubeStateMetrics[s]; external {
+			continue
+		}
+		for _, l := range scrapeLabels {
+			if !own[l] {
+				continue
+			}
+			if l != "endpoint" {
+				t.Errorf("%s has its own %q label: with honorLabels it replaces the scrape's (rename it)", s, l)
+			}
+			collide++
+		}
+	}
+	if collide == 0 {
+		t.Error("no series has its own endpoint label: honorLabels is no longer needed, or the scan misses kubecrew_agent_model_requests_total")
+	}
+}
