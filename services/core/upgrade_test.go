@@ -341,7 +341,11 @@ func (u *upgrade) sideBySide(old, cur *child, before seen, done, slow []string, 
 		}
 		return len(last) == 0
 	}, func() string { return strings.Join(last, ", ") })
-	u.expect(cur, slow, "firing", store.DecisionCooldown)
+	// The new core remembers them in flight until it hears the old one's
+	// write (LISTEN, within milliseconds): a repeat meanwhile is deduped.
+	for _, fp := range slow {
+		eventually(t, fp+" decided cooldown by the new core", func() bool { return u.alert(cur, fp, "firing").Decision == store.DecisionCooldown })
+	}
 	u.expect(old, slow, "firing", store.DecisionCooldown)
 	for _, c := range []*child{old, cur} {
 		resp, err := http.Get("http://" + c.addr + "/ready")
