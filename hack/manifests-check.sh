@@ -125,7 +125,7 @@ if [[ -z $GO ]]; then
   skip "Go checks: no go toolchain"
 else
   if out=$(cd manifests && GOWORK=off KUBECTL=$KUBECTL "$GO" test -count=1 ./... 2>&1); then
-    ok "Go checks of every render and the Dockerfile ($(echo "$out" | tail -1 | awk '{print $NF}'))"
+    ok "Go checks of every render and the Dockerfile ($(grep -c '^ok' <<<"$out") packages)"
   else
     echo "$out" | grep -v -e '^=== ' -e '--- SKIP' -e 'is not clean before the mutation' >&2
     fail "Go checks (cd manifests && GOWORK=off go test ./...)"
@@ -233,14 +233,17 @@ fi
 # ServiceMonitors and a PrometheusRule: the API server takes them only with
 # the operator's CRDs. The real ones, from the operator's Go module (its
 # example/prometheus-operator-crd/), fetched through the Go module proxy into
-# the module cache (the only network used; later runs read the cache), then
-# applied for real. Without them those renders are skipped (with CI=true a
-# failure).
+# the module cache (the only network used, never `direct` to the forge; later
+# runs read the cache), then applied for real. Without them those renders
+# are skipped (with CI=true a failure).
 PROM_OPERATOR_VERSION=${PROM_OPERATOR_VERSION:-v0.85.0}
 monitoring_crds=0
+crd_dir=""
+goproxy=$([[ -n $GO ]] && "$GO" env GOPROXY || true)
+goproxy=${goproxy//,direct/}; goproxy=${goproxy//|direct/}; [[ $goproxy == direct ]] && goproxy=off
 if [[ -z $GO ]]; then
   skip "the Prometheus Operator CRDs: no go toolchain to fetch them"
-elif ! crd_dir=$(cd "$WORK" && GOWORK=off GOFLAGS=-mod=mod "$GO" mod download -json \
+elif ! crd_dir=$(cd "$WORK" && GOWORK=off GOFLAGS=-mod=mod GOPROXY=${goproxy:-off} "$GO" mod download -json \
     "github.com/prometheus-operator/prometheus-operator@$PROM_OPERATOR_VERSION" 2>"$WORK/err" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || [[ -z $crd_dir ]]; then
   head -3 "$WORK/err" >&2
