@@ -1,8 +1,10 @@
 package upgradetest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -41,5 +43,42 @@ func TestPinnedCommitReadable(t *testing.T) {
 	root := Root(t, ".")
 	if _, err := Previous(root); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// tb records how a helper ended the test: Skip and Fatal end the
+// goroutine as the testing package's do.
+type tb struct {
+	testing.TB
+	skipped, failed string
+}
+
+func (r *tb) Helper()                   {}
+func (r *tb) Skip(args ...any)          { r.skipped = fmt.Sprint(args...); runtime.Goexit() }
+func (r *tb) Fatal(args ...any)         { r.failed = fmt.Sprint(args...); runtime.Goexit() }
+func (r *tb) Fatalf(f string, a ...any) { r.failed = fmt.Sprintf(f, a...); runtime.Goexit() }
+
+// A commit the checkout lacks (a shallow clone) skips, or fails under
+// CI=true, naming the fix.
+func TestBuildWithoutTheCommit(t *testing.T) {
+	root := Root(t, ".")
+	t.Setenv("HOME", t.TempDir()) // nothing cached
+	const missing = "0123456789abcdef0123456789abcdef01234567"
+	for _, ci := range []string{"", "true"} {
+		t.Setenv("CI", ci)
+		r := &tb{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			Build(r, root, missing, "services/core")
+		}()
+		<-done
+		got := r.skipped
+		if ci == "true" {
+			got = r.failed
+		}
+		if !strings.Contains(got, "commit "+missing) || !strings.Contains(got, "git fetch --unshallow") {
+			t.Errorf("CI=%q: skipped %q, failed %q; want the commit and the fix named", ci, r.skipped, r.failed)
+		}
 	}
 }
