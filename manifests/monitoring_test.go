@@ -209,7 +209,8 @@ func TestMonitoringRunbook(t *testing.T) {
 // TestMonitoringValues: each monitoring value renders its objects and
 // nothing else; off (the defaults) renders none of them and the agents'
 // NetworkPolicy as the base has it (a cluster without the Prometheus
-// Operator refuses its kinds).
+// Operator refuses its kinds). NOTES warns when the alerts are on and the
+// scraping is not.
 func TestMonitoringValues(t *testing.T) {
 	t.Parallel()
 	type counts struct{ rules, monitors, dashboards, agentIngress int }
@@ -217,13 +218,15 @@ func TestMonitoringValues(t *testing.T) {
 		name, values string
 		want         counts
 		labels       map[string]string // on every ServiceMonitor
+		warns        bool              // NOTES: the alerts would read nothing
 	}{
-		{"off", "", counts{0, 0, 0, 1}, nil},
-		{"rule", "monitoring: {prometheusRule: {enabled: true}}", counts{1, 0, 0, 1}, nil},
-		{"dashboard", "monitoring: {grafanaDashboard: {enabled: true}}", counts{0, 0, 1, 1}, nil},
-		{"service monitors", "monitoring: {serviceMonitor: {enabled: true, interval: 1m, labels: {release: prom}}}", counts{0, 2, 0, 1}, map[string]string{"release": "prom"}},
-		{"allow scrape", "monitoring: {allowScrape: {enabled: true, podSelector: null, namespaceSelector: {matchLabels: {team: observability}}}}", counts{0, 0, 0, 2}, nil},
-		{"all", "monitoring: {prometheusRule: {enabled: true}, grafanaDashboard: {enabled: true}, serviceMonitor: {enabled: true}, allowScrape: {enabled: true}}", counts{1, 2, 1, 2}, nil},
+		{"off", "", counts{0, 0, 0, 1}, nil, false},
+		{"rule", "monitoring: {prometheusRule: {enabled: true}}", counts{1, 0, 0, 1}, nil, true},
+		{"rule and monitors", "monitoring: {prometheusRule: {enabled: true}, serviceMonitor: {enabled: true}}", counts{1, 2, 0, 1}, nil, true},
+		{"dashboard", "monitoring: {grafanaDashboard: {enabled: true}}", counts{0, 0, 1, 1}, nil, false},
+		{"service monitors", "monitoring: {serviceMonitor: {enabled: true, interval: 1m, labels: {release: prom}}}", counts{0, 2, 0, 1}, map[string]string{"release": "prom"}, false},
+		{"allow scrape", "monitoring: {allowScrape: {enabled: true, podSelector: null, namespaceSelector: {matchLabels: {team: observability}}}}", counts{0, 0, 0, 2}, nil, false},
+		{"all", "monitoring: {prometheusRule: {enabled: true}, grafanaDashboard: {enabled: true}, serviceMonitor: {enabled: true}, allowScrape: {enabled: true}}", counts{1, 2, 1, 2}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -260,6 +263,9 @@ func TestMonitoringValues(t *testing.T) {
 						t.Errorf("%s: label %s=%q, want %q", sm.Ref(), k, sm.Metadata.Labels[k], v)
 					}
 				}
+			}
+			if w := strings.Contains(rel.Notes, "WARNING: the fleet's alerts"); w != tc.warns {
+				t.Errorf("NOTES warns that nothing is scraped: %v, want %v\n%s", w, tc.warns, rel.Notes)
 			}
 			want := Expectations{CoreReplicas: 2, ServiceMonitors: tc.want.monitors > 0, ScrapeFrom: tc.want.agentIngress > 1}
 			for _, p := range Check(r, want, loadContract(t)) {
