@@ -213,11 +213,11 @@ func CheckDockerfile(root string) ([]string, map[string]bool, error) {
 	}
 	ins, err := ParseDockerfile(df)
 	if err != nil {
-		return nil, nil, fmt.Errorf("Dockerfile: %w", err)
+		return nil, nil, fmt.Errorf("parsing the Dockerfile: %w", err)
 	}
 	copies, err := Copies(ins)
 	if err != nil {
-		return nil, nil, fmt.Errorf("Dockerfile: %w", err)
+		return nil, nil, fmt.Errorf("the Dockerfile's COPY lines: %w", err)
 	}
 	ignData, err := os.ReadFile(filepath.Join(root, ".dockerignore"))
 	if err != nil && !os.IsNotExist(err) {
