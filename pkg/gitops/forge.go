@@ -36,6 +36,9 @@ type PR struct {
 	Author    string    `json:"author"` // the proposing agent's slug (or the forge user when no agent is named)
 	State     string    `json:"state"`  // open|merged|closed
 	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is the PR's last change on the forge (opened, reviewed,
+	// merged, closed, pushed to); zero where the forge did not record it.
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 	URL       string    `json:"url"`
 	Files     []string  `json:"files,omitempty"` // informational; the gates trust only the diff
 	// HeadSHA is the branch head the forge reported with the PR. A review

@@ -294,6 +294,22 @@ func (g *GitHub) ListPRs(ctx context.Context, state string) ([]PR, error) {
 	return nil, errors.New("github: more than 5000 pull requests; refusing to list them all")
 }
 
+// RecentlyClosed implements RecentLister: one page of the PRs onto the
+// base branch closed or merged, most recently updated first.
+func (g *GitHub) RecentlyClosed(ctx context.Context, n int) ([]PR, error) {
+	opts := &github.PullRequestListOptions{State: "closed", Base: g.base, Sort: "updated", Direction: "desc",
+		ListOptions: github.ListOptions{PerPage: min(max(n, 1), 100)}}
+	prs, resp, err := g.c.PullRequests.List(ctx, g.owner, g.repo, opts)
+	if err != nil {
+		return nil, ghErr("listing closed pull requests", resp, err)
+	}
+	out := make([]PR, 0, len(prs))
+	for _, p := range prs {
+		out = append(out, g.toPR(p))
+	}
+	return out, nil
+}
+
 // GetPR implements Forge.
 func (g *GitHub) GetPR(ctx context.Context, number int) (PR, error) {
 	pr, resp, err := g.c.PullRequests.Get(ctx, g.owner, g.repo, number)
@@ -415,7 +431,7 @@ func (g *GitHub) toPR(p *github.PullRequest) PR {
 	return PR{
 		Number: p.GetNumber(), Title: p.GetTitle(), Body: p.GetBody(),
 		Branch: p.GetHead().GetRef(), Base: p.GetBase().GetRef(), Author: author,
-		State: state, CreatedAt: p.GetCreatedAt().Time, URL: p.GetHTMLURL(), HeadSHA: p.GetHead().GetSHA(),
+		State: state, CreatedAt: p.GetCreatedAt().Time, UpdatedAt: p.GetUpdatedAt().Time, URL: p.GetHTMLURL(), HeadSHA: p.GetHead().GetSHA(),
 		Opener: p.GetUser().GetLogin(),
 	}
 }

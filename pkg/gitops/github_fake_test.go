@@ -70,7 +70,7 @@ type fakeReview struct {
 
 func newFakeGitHub(t *testing.T, files map[string]string, now func() time.Time) *fakeGitHub {
 	f := &fakeGitHub{t: t, now: now, owner: "acme", repo: "gitops",
-		users:    map[string]string{"sol-token": "kubecrew-sol", "vera-token": "kubecrew-vera"},
+		users:    map[string]string{"sol-token": "kubecrew-sol", "vera-token": "kubecrew-vera", "alice-token": "alice"},
 		commits:  map[string]map[string]string{},
 		branches: map[string]string{},
 		admins:   map[string]bool{},
@@ -273,6 +273,12 @@ func (f *fakeGitHub) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			out = append(out, f.prJSON(p))
 		}
+		if q.Get("sort") == "updated" && q.Get("direction") == "desc" {
+			sort.SliceStable(out, func(i, j int) bool { return out[i]["updated_at"].(string) > out[j]["updated_at"].(string) })
+		}
+		if n, err := strconv.Atoi(q.Get("per_page")); err == nil && len(out) > n {
+			out = out[:n]
+		}
 		if out == nil {
 			out = []map[string]any{}
 		}
@@ -341,9 +347,15 @@ func (f *fakeGitHub) prJSON(p *fakePR) map[string]any {
 		"created_at": p.CreatedAt.Format(time.RFC3339),
 		"merged":     p.Merged,
 	}
+	updated := p.CreatedAt
+	for _, r := range p.Reviews {
+		updated = later(updated, r.At)
+	}
 	if p.MergedAt != nil {
 		m["merged_at"] = p.MergedAt.Format(time.RFC3339)
+		updated = later(updated, *p.MergedAt)
 	}
+	m["updated_at"] = updated.UTC().Format(time.RFC3339)
 	return m
 }
 
@@ -446,4 +458,11 @@ func (f *fakeGitHub) servePull(w http.ResponseWriter, r *http.Request, user, res
 	default:
 		ghError(w, http.StatusNotFound, "Not Found")
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

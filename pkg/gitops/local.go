@@ -229,7 +229,7 @@ func (l *Local) OpenPR(ctx context.Context, branch, path string, content []byte,
 		}
 		rec := &localPR{PR: PR{
 			Number: st.Next, Title: title, Body: body, Branch: branch, Base: l.base, Author: author,
-			State: StateOpen, CreatedAt: now, Files: []string{p},
+			State: StateOpen, CreatedAt: now, UpdatedAt: now, Files: []string{p},
 		}, BaseSHA: baseSHA, Head: commit}
 		rec.URL = fmt.Sprintf("file://%s#pull/%d", l.git.repo, rec.Number)
 		st.Next++
@@ -263,6 +263,24 @@ func (l *Local) ListPRs(ctx context.Context, state string) ([]PR, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
 	return out, err
+}
+
+// RecentlyClosed implements RecentLister: the n PRs merged or closed
+// most recently.
+func (l *Local) RecentlyClosed(ctx context.Context, n int) ([]PR, error) {
+	var out []PR
+	err := l.withState(func(st *localState) (bool, error) {
+		for _, p := range st.PRs {
+			if p.State != StateOpen {
+				x := p.PR
+				x.HeadSHA = p.Head
+				out = append(out, x)
+			}
+		}
+		return false, nil
+	})
+	sort.SliceStable(out, func(i, j int) bool { return updated(out[i]).After(updated(out[j])) })
+	return out[:min(len(out), max(n, 0))], err
 }
 
 // GetPR implements Forge.
@@ -360,6 +378,7 @@ func (l *Local) SubmitReview(ctx context.Context, number int, r Review) error {
 		}
 		r.Commit = head
 		p.Reviews = append(p.Reviews, r)
+		p.UpdatedAt = r.At
 		return true, nil
 	})
 }
@@ -436,6 +455,7 @@ func (l *Local) MergePinned(ctx context.Context, number int, method, headSHA str
 			return false, fmt.Errorf("moving %s: %w", l.base, err)
 		}
 		p.State = StateMerged
+		p.UpdatedAt = now
 		p.MergeBase = mb
 		p.Head = head
 		return true, nil

@@ -176,6 +176,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	a.Server = server.New(server.Deps{
 		Engine: eng, Store: st, Info: func() any { return a.info(set, modelName) }, Checks: checks,
 		Auth: httpauth.Tokens{Full: cfg.AuthToken, Read: cfg.AuthReadToken}, Gatherer: a.Reg, Log: log.Named("http"),
+		PRs: a.prReader(),
 	})
 	if err := a.mountA2A(eng); err != nil {
 		return nil, err

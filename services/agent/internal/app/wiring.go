@@ -4,22 +4,26 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 
+	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/deployreview"
 	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/pager"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/report"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 	"github.com/kubecrew/kubecrew/services/agent/internal/personas"
 	"github.com/kubecrew/kubecrew/services/agent/internal/pulseserver"
+	"github.com/kubecrew/kubecrew/services/agent/internal/server"
 	"github.com/kubecrew/kubecrew/services/agent/internal/verify"
 )
 
@@ -167,6 +171,19 @@ func (a *App) persona() personas.Persona {
 		d.Repo = a.forge
 	}
 	return personas.For(a.Config.Persona.Slug, d)
+}
+
+// prReader serves GET /prs from the forge (README.md, "Dashboard"); nil
+// without a GitOps repository.
+func (a *App) prReader() server.PRReader {
+	if !a.forgeOK {
+		return nil
+	}
+	forge := strings.TrimSpace(a.Config.GitOpsForge + " " + redact.URL(a.Config.GitOpsRepo))
+	return func(ctx context.Context, recent int) (api.PRList, error) {
+		items, err := a.Git.PRViews(ctx, recent)
+		return api.PRList{Items: items, Forge: forge, Cluster: a.Config.ClusterName}, err
+	}
 }
 
 // openStore opens the agent's store: in memory without DATABASE_URL, else

@@ -42,8 +42,10 @@ type Deps struct {
 	// Auth guards every route but the open ones (OpenPaths).
 	Auth     httpauth.Tokens
 	Gatherer prometheus.Gatherer
-	Log      *zap.Logger
-	Now      func() time.Time // nil: time.Now
+	// PRs serves GET /prs; nil: no GitOps repository (an empty list).
+	PRs PRReader
+	Log *zap.Logger
+	Now func() time.Time // nil: time.Now
 }
 
 // Server is the agent's HTTP handler.
@@ -51,6 +53,7 @@ type Server struct {
 	d        Deps
 	r        chi.Router
 	draining atomic.Bool
+	prCache  prCache
 }
 
 // New builds the router.
@@ -82,6 +85,7 @@ func New(d Deps) *Server {
 	s.r.Get("/runs/{id}/trace", s.getTrace)
 	s.r.Get("/runs/{id}/report", s.getReport)
 	s.r.With(api.AllowQuery(lifecycle.QueryParams...)).Get("/findings/lifecycle", s.findingLives)
+	s.r.With(api.AllowQuery("state", "limit")).Get("/prs", s.prs)
 	s.actionRoutes()
 	return s
 }

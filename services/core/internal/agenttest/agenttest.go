@@ -40,6 +40,8 @@ type Agent struct {
 	// last query it got
 	lives      []api.FindingStateView
 	livesQuery string
+	// prs answers GET /prs (SetPRs); nil: no GitOps repository
+	prs *api.PRList
 }
 
 // Call is one POST /run the agent received.
@@ -135,6 +137,7 @@ func New(t interface {
 		api.WriteJSON(w, 200, v)
 	})
 	mux.HandleFunc("GET /runs", a.listRuns)
+	mux.HandleFunc("GET /prs", a.listPRs)
 	a.Server = httptest.NewServer(mux)
 	t.Cleanup(a.Server.Close)
 	return a
@@ -324,4 +327,27 @@ func (a *Agent) listRuns(w http.ResponseWriter, r *http.Request) {
 		items = items[:limit]
 	}
 	api.WriteJSON(w, 200, map[string]any{"items": items, "next_cursor": ""})
+}
+
+// SetPRs sets what GET /prs answers: l's open items for state=open, all
+// of them for state=all (as the agent's forge shows them).
+func (a *Agent) SetPRs(l api.PRList) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.prs = &l
+}
+
+func (a *Agent) listPRs(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := api.PRList{Items: []api.PRView{}, AsOf: time.Now().UTC()}
+	if a.prs != nil {
+		out.Forge, out.Cluster, out.AsOf = a.prs.Forge, a.prs.Cluster, a.prs.AsOf
+		for _, p := range a.prs.Items {
+			if r.URL.Query().Get("state") == "all" || p.State == "open" {
+				out.Items = append(out.Items, p)
+			}
+		}
+	}
+	api.WriteJSON(w, 200, out)
 }

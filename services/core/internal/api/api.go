@@ -53,6 +53,9 @@ type Deps struct {
 	Store  Store
 	Agents Agents
 	Fleet  []Registered
+	// PRSources are the agents asked for the forge's pull requests (GET
+	// /api/v1/prs): those that hold forge identities, of every cluster.
+	PRSources []Registered
 	// Resolve maps a slug or persona name to a registered slug.
 	Resolve func(name string) (string, bool)
 	// PeerTimeout bounds GET /info and /a2a/log calls (default 3s).
@@ -99,6 +102,7 @@ func Routes(r chi.Router, d Deps) {
 	r.With(kapi.AllowQuery(append([]string{"limit", "cursor"}, findingFilters...)...)).Get("/api/v1/findings", s.findings)
 	r.With(kapi.AllowQuery(lifecycle.QueryParams...)).Get("/api/v1/findings/lifecycle", s.findingLives)
 	r.With(paged).Get("/api/v1/audit", s.audit)
+	r.With(kapi.AllowQuery("state", "agent", "cluster", "limit", "cursor")).Get("/api/v1/prs", s.prs)
 	if d.Events != nil {
 		r.With(none).Get("/api/v1/events", s.events)
 	}

@@ -17,10 +17,11 @@ type Link struct {
 var IndexLinks = []Link{
 	{"GET", "/api/v1/openapi.yaml", "the OpenAPI 3 description of this API"},
 	{"GET", "/api/v1/agents", "each agent's live health, persona, model and tools"},
-	{"GET", "/api/v1/alerts", "alert decisions (dispatched, deduped, cooldown, busy, ignored, resolved)"},
+	{"GET", "/api/v1/alerts", "alert decisions (dispatched, deduped, cooldown, busy, ignored, resolved); ?state=firing: every alert firing"},
 	{"GET", "/api/v1/investigations", "investigations, newest first; /{id}/report is the chain of agent runs as a page"},
 	{"GET", "/api/v1/findings", "findings (?severity=critical,high&namespace=&agent=&kind=&reason=&alertname=&remediable=)"},
 	{"GET", "/api/v1/audit", "the agents' A2A audit logs, merged"},
+	{"GET", "/api/v1/prs", "the agents' pull requests as the forge shows them, with their review (?state=open|all&agent=&cluster=)"},
 	{"POST", "/api/v1/alerts", "the Alertmanager webhook"},
 	{"POST", "/api/v1/agents/{slug}/run", "forward a task to an agent"},
 	{"GET", "/health", "liveness"},

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -201,7 +202,7 @@ func (a *App) router() (http.Handler, error) {
 		fleet = append(fleet, api.Registered{Slug: ag.Slug, Persona: ag.Persona, URL: u, ReceivesAlerts: alerted[ag.Slug]})
 	}
 	a.apiDeps = api.Deps{
-		Store: a.d.Store, Agents: a.client, Fleet: fleet, Resolve: config.ResolveAgent,
+		Store: a.d.Store, Agents: a.client, Fleet: fleet, PRSources: a.prSources(), Resolve: config.ResolveAgent,
 		RunTimeout: a.cfg.CallTimeout, Log: a.d.Log,
 		ActionsStore: a.d.Store, ActionsAgents: a.client, Events: a.events,
 	}
@@ -225,6 +226,24 @@ func (a *App) router() (http.Handler, error) {
 		api.Routes(r, a.apiDeps)
 	})
 	return r, nil
+}
+
+// prSources are the agents the core asks for the forge's pull requests
+// (README.md, "Dashboard"): those that hold forge identities (config.
+// ForgeAgents) in the default cluster and in every other one listed.
+func (a *App) prSources() []api.Registered {
+	var out []api.Registered
+	for _, cluster := range append([]string{""}, a.cfg.Clusters...) {
+		for _, slug := range config.ForgeAgents {
+			if cluster != "" {
+				slug = cluster + "/" + slug
+			}
+			if u, ok := a.client.URL(slug); ok {
+				out = append(out, api.Registered{Slug: slug, Persona: config.PersonaOf(slug[strings.LastIndex(slug, "/")+1:]), URL: u})
+			}
+		}
+	}
+	return out
 }
 
 func (a *App) ready(w http.ResponseWriter, r *http.Request) {

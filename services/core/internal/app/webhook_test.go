@@ -221,7 +221,7 @@ func TestAuthEveryRoute(t *testing.T) {
 		"GET /api/v1/investigations/nope/report", "GET /api/v1/findings", "GET /api/v1/audit", "GET /api/v1/openapi.yaml",
 		"POST /api/v1/alerts", "POST /api/v1/agents/platform-sre/run", "GET /", "GET /alerts", "GET /investigations",
 		"GET /investigations/nope", "GET /agents", "GET /agents/platform-sre", "GET /api/v1/alerts/counts",
-		"GET /api/v1/investigations/nope/chain", "GET /api/v1/agents/platform-sre/runs", "GET /api/v1/events"} {
+		"GET /api/v1/investigations/nope/chain", "GET /api/v1/agents/platform-sre/runs", "GET /api/v1/events", "GET /api/v1/prs"} {
 		if !seen[must] {
 			t.Errorf("route %s not served (the walk must cover it)", must)
 		}

@@ -29,6 +29,11 @@ const DefaultAlertAgent = persona.SlugNoor
 // ActorAgent is Sol, who acts on Noor's delegations — never on raw alerts.
 const ActorAgent = persona.SlugSol
 
+// ForgeAgents hold forge identities: Sol opens the pull requests, Vera
+// reviews and merges them. The core asks them what is open on the forge
+// (GET /api/v1/prs).
+var ForgeAgents = []string{persona.SlugSol, persona.SlugVera}
+
 // ResolveAgent maps a slug, persona name or service name (agent-{slug}),
 // any case, to the slug. ok is false for anything else.
 func ResolveAgent(name string) (slug string, ok bool) {

@@ -15,8 +15,8 @@ import (
 // BenchmarkOverview renders the overview (README.md, "Dashboard": under
 // 50 ms of server time) on the fixture plus 10,000 decisions of the last
 // day — 2,000 alerts, a third of them in the last hour — with every read
-// the page makes: the API in process, the agents over HTTP (five /info,
-// their runs, the chains of the newest investigations).
+// the page makes: the API in process (the alerts firing among them), the
+// agents over HTTP (five /info, their runs, Sol's and Vera's pull requests).
 func BenchmarkOverview(b *testing.B) {
 	f := newFixture(b, httpauth.Tokens{})
 	kinds := []string{store.DecisionDeduped, store.DecisionCooldown, store.DecisionBusy, store.DecisionResolved, store.DecisionIgnored}

@@ -177,10 +177,11 @@ var funcs = template.FuncMap{
 		}
 		return string([]rune(s)[:n]) + "…"
 	},
-	"navItems": func() []navItem { return nav },
-	"list":     func(s ...string) []string { return s },
-	"add":      func(a, b int) int { return a + b },
-	"lower":    strings.ToLower,
-	"pathesc":  url.PathEscape,
-	"contains": strings.Contains,
+	"navItems":  func() []navItem { return nav },
+	"list":      func(s ...string) []string { return s },
+	"add":       func(a, b int) int { return a + b },
+	"lower":     strings.ToLower,
+	"pathesc":   url.PathEscape,
+	"contains":  strings.Contains,
+	"hasPrefix": strings.HasPrefix,
 }

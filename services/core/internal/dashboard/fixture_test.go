@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -37,6 +38,10 @@ type fixture struct {
 // diff and would not merge it; around it a deduped repeat, a cooldown, an
 // alert queued behind the running one, a resolved one, an ignored one, a
 // malformed one, a failed investigation and one still running; Dax is down.
+// On the forge (what Sol and Vera read): that PR #7, open; #8, opened by
+// Sol's pulse (no investigation), which Vera could only comment on (one
+// account for both); #5, which Vera asked changes of and a person merged
+// on the forge since (Sol's older read still has it open).
 func newFixture(t testing.TB, tokens httpauth.Tokens) *fixture {
 	t.Helper()
 	f := &fixture{Store: store.NewMemory(func() time.Time { return now })}
@@ -51,8 +56,12 @@ func newFixture(t testing.TB, tokens httpauth.Tokens) *fixture {
 	for _, a := range config.Fleet {
 		fleet = append(fleet, api.Registered{Slug: a.Slug, Persona: a.Persona, URL: peers[a.Slug], ReceivesAlerts: a.Slug == config.DefaultAlertAgent})
 	}
+	var prSources []api.Registered
+	for _, slug := range config.ForgeAgents {
+		prSources = append(prSources, api.Registered{Slug: slug, URL: peers[slug]})
+	}
 	inner := chi.NewRouter()
-	deps := api.Deps{Store: f.Store, Agents: client, Fleet: fleet, Resolve: config.ResolveAgent, PeerTimeout: 2 * time.Second,
+	deps := api.Deps{Store: f.Store, Agents: client, Fleet: fleet, PRSources: prSources, Resolve: config.ResolveAgent, PeerTimeout: 2 * time.Second,
 		ActionsStore: f.Store, ActionsAgents: client}
 	api.Routes(inner, deps)
 	d, err := dashboard.New(dashboard.Deps{API: inner, Tokens: tokens, Index: api.Index("test"), Now: func() time.Time { return now }})
@@ -127,6 +136,7 @@ func (f *fixture) seed(t testing.TB) {
 			ev("vera-1", 3, at(-37), "tool_result", map[string]any{"id": "m1", "name": "merge_if_trivial", "outcome": "ok",
 				"output": "NOT MERGED — PR #7 stays open for a human: the diff changes more than the memory limit"}),
 		}})
+	f.seedPRs(at)
 	f.Sol.SetProposals([]kapi.ActionView{{ID: "act-1", Agent: "k8s-engineer", RunID: "sol-0", Action: "rollout_restart", Namespace: "payments",
 		Kind: "Deployment", Name: "ledger", Outcome: "recommended", Why: "over the restart budget (3 in 1h)", Change: "kubectl rollout restart deployment/ledger -n payments", At: at(-20)}})
 	f.Noor.SetA2A([]map[string]any{{"id": "a2a-1", "at": at(-39), "direction": "out", "verb": "delegate", "peer": "k8s-engineer", "outcome": "accepted"}}, false)
@@ -178,6 +188,27 @@ func (f *fixture) seed(t testing.TB) {
 		Reason: "alert 0: labels.alertname is missing", At: at(-5)}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// seedPRs sets what Sol and Vera read on the forge.
+func (f *fixture) seedPRs(at func(int) time.Time) {
+	pr := func(n int, title, state string, updated int, verdict, body string) kapi.PRView {
+		v := kapi.PRView{Number: n, Title: title, URL: fmt.Sprintf("https://github.example/acme/gitops/pull/%d", n),
+			Branch: fmt.Sprintf("agent/fix/pr-%d", n), Base: "main", Author: "k8s-engineer", Opener: "kubecrew-bot", State: state,
+			Cluster: "default", CreatedAt: at(-300), UpdatedAt: at(updated)}
+		if verdict != "" {
+			v.Reviews, v.Review = 1, &kapi.ReviewView{Reviewer: "code-reviewer", Verdict: verdict, Body: body, At: at(updated)}
+		}
+		return v
+	}
+	changes := "1. only resources.limits.memory changes — FAIL (priorityClassName added)"
+	opened := pr(7, "raise shop/checkout memory", "open", -37, "request_changes", changes)
+	pulse := pr(8, "raise batch/report memory (pulse)", "open", -12, "comment",
+		"The forge refuses an approval from the account that opened this PR: a person must approve and merge it.")
+	human := pr(5, "raise web/api memory", "open", -200, "request_changes", changes)
+	f.Sol.SetPRs(kapi.PRList{Forge: "github acme/gitops", Cluster: "default", AsOf: at(-1), Items: []kapi.PRView{opened, pulse, human}})
+	human.State, human.UpdatedAt, human.Review, human.Reviews = "merged", at(-3), nil, 1
+	f.Vera.SetPRs(kapi.PRList{Forge: "github acme/gitops", Cluster: "default", AsOf: at(0), Items: []kapi.PRView{opened, pulse, human}})
 }
 
 func ptr[T any](v T) *T { return &v }

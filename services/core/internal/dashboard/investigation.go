@@ -188,10 +188,3 @@ func bySeverity(fs []findingRow) []severityGroup {
 	}
 	return out
 }
-
-// toolName is the tool a trace event names.
-func toolName(ev kapi.TraceEvent) string {
-	var m struct{ Name string }
-	_ = json.Unmarshal(ev.Data, &m)
-	return m.Name
-}

@@ -13,13 +13,16 @@ import (
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
 )
 
-// How much the overview reads: investigations, and the chains of the
-// newest finished ones (for the PRs and their review).
+// How much the overview reads and shows.
 const (
 	overviewInvestigations = 50
-	overviewChains         = 6
 	// overviewFiring bounds the alerts firing shown; the rest are a link.
 	overviewFiring = 30
+	// overviewPRs is how many pull requests the overview reads (every open
+	// one and the newest merged or closed) and overviewPRRows how many of
+	// them its table shows.
+	overviewPRs    = 100
+	overviewPRRows = 20
 )
 
 type agentRow struct {
@@ -29,15 +32,10 @@ type agentRow struct {
 	RunsError string
 }
 
-type prRow struct {
-	Investigation kapi.Investigation
-	Outcome       api.OutcomeView
-	Reviewer      string
-	Verdict       string
-}
-
 type overviewData struct {
-	WaitingPRs []prRow
+	// WaitingPRs are open PRs Vera reviewed and did not merge: they wait
+	// for a person.
+	WaitingPRs []kapi.PRView
 	Recs       []kapi.ActionView
 	Failed     []kapi.Investigation
 	Agents     []agentRow
@@ -47,9 +45,13 @@ type overviewData struct {
 	FiringTotal int
 	Running     []kapi.Investigation
 	Recent      []kapi.Investigation
-	PRs         []prRow
-	Counts      api.CountsAnswer
-	Kinds       []kindCount
+	// PRs are the newest agent PRs as the forge shows them, of PRTotal
+	// read; PRSources says how each agent asked answered.
+	PRs       []kapi.PRView
+	PRTotal   int
+	PRSources []api.PRSource
+	Counts    api.CountsAnswer
+	Kinds     []kindCount
 }
 
 type kindCount struct {
@@ -95,6 +97,7 @@ func (s *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d      overviewData
 		g      gather
 		firing api.FiringAnswer
+		prs    api.PRAnswer
 		invs   api.ListAnswer[kapi.Investigation]
 		agents struct {
 			Agents []api.AgentView `json:"agents"`
@@ -120,13 +123,24 @@ func (s *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		return s.api.get(ctx, "/api/v1/actions/proposals", url.Values{"limit": {"50"}}, &props)
 	})
 	g.do("investigations", func() error {
-		if err := s.api.get(ctx, "/api/v1/investigations", url.Values{"limit": {strconv.Itoa(overviewInvestigations)}}, &invs); err != nil {
-			return err
-		}
-		d.PRs = s.prRows(ctx, invs.Items)
-		return nil
+		return s.api.get(ctx, "/api/v1/investigations", url.Values{"limit": {strconv.Itoa(overviewInvestigations)}}, &invs)
+	})
+	g.do("pull requests", func() error {
+		return s.api.get(ctx, "/api/v1/prs", url.Values{"state": {"all"}, "limit": {strconv.Itoa(overviewPRs)}}, &prs)
 	})
 	partial := g.wait()
+	d.PRTotal, d.PRSources = prs.Total, prs.Sources
+	for _, src := range prs.Sources {
+		if src.Status == "down" || src.Status == "unsupported" {
+			partial = append(partial, "pull requests: "+src.Agent+" could not be asked ("+src.Status+"): "+src.Error)
+		}
+	}
+	for _, p := range prs.Items {
+		if p.State == "open" && p.Review != nil {
+			d.WaitingPRs = append(d.WaitingPRs, p)
+		}
+	}
+	d.PRs = prs.Items[:min(len(prs.Items), overviewPRRows)]
 	d.Firing, d.FiringTotal = firing.Items, firing.Total
 	d.MoreFiring = max(0, firing.Total-len(firing.Items))
 	for _, inv := range invs.Items {
@@ -143,11 +157,6 @@ func (s *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	for _, p := range props.Items {
 		if p.Outcome == "recommended" || p.Outcome == "proposed" {
 			d.Recs = append(d.Recs, p)
-		}
-	}
-	for _, p := range d.PRs {
-		if p.Outcome.State != "merged" {
-			d.WaitingPRs = append(d.WaitingPRs, p)
 		}
 	}
 	for _, k := range decisionKinds {
@@ -187,50 +196,4 @@ func (s *Dashboard) agentRows(ctx context.Context, as []api.AgentView) []agentRo
 	}
 	wg.Wait()
 	return rows
-}
-
-// prRows reads the chains of the newest finished investigations and keeps
-// those that opened a pull request, with its review.
-func (s *Dashboard) prRows(ctx context.Context, invs []kapi.Investigation) []prRow {
-	var picked []kapi.Investigation
-	for _, inv := range invs {
-		if inv.Status != kapi.StatusRunning && inv.RunID != "" && len(picked) < overviewChains {
-			picked = append(picked, inv)
-		}
-	}
-	chains := make([]*api.ChainAnswer, len(picked))
-	var wg sync.WaitGroup
-	for i, inv := range picked {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var c api.ChainAnswer
-			if s.api.get(ctx, "/api/v1/investigations/"+url.PathEscape(inv.ID)+"/chain", nil, &c) == nil {
-				chains[i] = &c
-			}
-		}()
-	}
-	wg.Wait()
-	var out []prRow
-	for _, c := range chains {
-		if c == nil || c.Outcome == nil || c.Outcome.Link == "" {
-			continue
-		}
-		row := prRow{Investigation: c.Investigation, Outcome: *c.Outcome}
-		row.Reviewer, row.Verdict = review(c.Runs)
-		out = append(out, row)
-	}
-	return out
-}
-
-// review is the verdict of the chain's last run that reviewed a PR.
-func review(runs []api.ChainRun) (who, verdict string) {
-	for _, r := range runs {
-		for _, ev := range r.Trace {
-			if ev.Type == "tool_result" && toolName(ev) == "review_pr" {
-				who, verdict = r.AgentName, r.Verdict
-			}
-		}
-	}
-	return who, verdict
 }

@@ -24,8 +24,8 @@ func TestPagesRender(t *testing.T) {
 	}{
 		{"overview", "/", 200, []string{
 			// what waits for a human comes first
-			`<section id="waiting"`, "Pull requests Vera would not merge (1)", "<code>file:///srv/gitops.git#7</code>",
-			"code-reviewer: request_changes", "Recommendations no agent may act on (1)", "payments/Deployment/ledger",
+			`<section id="waiting"`, "Pull requests Vera would not merge (2)", `<a href="https://github.example/acme/gitops/pull/7">#7</a>`,
+			`code-reviewer: <b class="verdict">request_changes</b>`, "Recommendations no agent may act on (1)", "payments/Deployment/ledger",
 			"over the restart budget (3 in 1h)", "Failed or partial runs (1)", "agent platform-sre: no answer within 10m0s",
 			// agents: up, busy, model, last pulse
 			`<a href="/agents/platform-sre">platform-sre</a>`, `<td class="agent-down">down`, "healthy",
@@ -158,5 +158,60 @@ func TestFiringStormRenders(t *testing.T) {
 	}
 	if code, body, _ := get(t, f.URL+"/alerts?state=pending"); code != 400 || !strings.Contains(body, "want firing") {
 		t.Errorf("unknown state = %d %s", code, body)
+	}
+}
+
+// section is the HTML of the overview's <section id="id">.
+func section(t *testing.T, body, id string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(body, `<section id="`+id+`"`)
+	if !ok {
+		t.Fatalf("no section %s", id)
+	}
+	s, _, _ := strings.Cut(rest, "</section>")
+	return html.UnescapeString(s)
+}
+
+// TestPullRequestsFromTheForge: the overview's pull requests are the
+// forge's: a PR a pulse opened waits for a person like one an
+// investigation opened, one a person merged on the forge is merged and
+// waits for no one; with Vera down the page says so and shows what Sol
+// read.
+func TestPullRequestsFromTheForge(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, httpauth.Tokens{})
+	pull := func(n int) string { return fmt.Sprintf(`href="https://github.example/acme/gitops/pull/%d"`, n) }
+	_, body, _ := get(t, f.URL+"/")
+	waiting, prs := section(t, body, "waiting"), section(t, body, "prs")
+	for _, w := range []string{"Pull requests Vera would not merge (2)", pull(7), pull(8), "raise batch/report memory (pulse)",
+		`code-reviewer: <b class="verdict">comment</b> — The forge refuses an approval`} {
+		if !strings.Contains(waiting, w) {
+			t.Errorf("waiting lacks %q:\n%s", w, waiting)
+		}
+	}
+	if strings.Contains(waiting, pull(5)) {
+		t.Errorf("the PR a person merged still waits:\n%s", waiting)
+	}
+	for _, w := range []string{"Agent pull requests (3)", pull(5) + ">#5</a> raise web/api memory", `<td class="state-merged">merged</td>`,
+		"k8s-engineer (github acme/gitops, read", "code-reviewer (github acme/gitops"} {
+		if !strings.Contains(prs, w) {
+			t.Errorf("the PR table lacks %q:\n%s", w, prs)
+		}
+	}
+	if strings.Contains(body, "Part of this page could not be read") {
+		t.Error("a partial page with every agent up")
+	}
+
+	f.Vera.Server.Close() // Vera down: Sol's older read is all there is
+	_, body, _ = get(t, f.URL+"/")
+	text := html.UnescapeString(body)
+	for _, w := range []string{"Part of this page could not be read", "pull requests: code-reviewer could not be asked (down)"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("with Vera down the overview lacks %q", w)
+		}
+	}
+	prs = section(t, body, "prs")
+	if !strings.Contains(prs, `code-reviewer <span class="error">could not be asked (down)</span>`) || !strings.Contains(prs, pull(7)) {
+		t.Errorf("with Vera down the PR table:\n%s", prs)
 	}
 }

@@ -3,9 +3,11 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
@@ -32,4 +34,27 @@ func (c *Client) Runs(ctx context.Context, slug string, query url.Values) (RunPa
 		return RunPage{}, fmt.Errorf("agent %s: /runs is not a page of runs: %w", slug, err)
 	}
 	return p, nil
+}
+
+// PRs reads the agent's GET /prs (its forge's agent PRs): state "open" or
+// "all" (with recent merged or closed ones). ErrNotSupported when the
+// agent has no such endpoint (an older agent).
+func (c *Client) PRs(ctx context.Context, slug, state string, recent int) (api.PRList, error) {
+	q := url.Values{"state": {state}}
+	if state == "all" && recent > 0 {
+		q.Set("limit", strconv.Itoa(recent))
+	}
+	raw, err := c.do(ctx, http.MethodGet, slug, "/prs?"+q.Encode(), nil)
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) && se.Code == http.StatusNotFound {
+			return api.PRList{}, ErrNotSupported
+		}
+		return api.PRList{}, err
+	}
+	var l api.PRList
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return api.PRList{}, fmt.Errorf("agent %s: /prs is not a list of pull requests: %w", slug, err)
+	}
+	return l, nil
 }
