@@ -87,7 +87,12 @@ func (m *Memory) trimFindingsLocked() {
 
 func (m *Memory) trimDecisionsLocked() {
 	if k := tenth(len(m.decisions), m.caps.decisions); k > 0 {
-		m.decisions = slices.Clone(m.decisions[k:])
+		// In place: this runs on every decision, and a copy to a new
+		// array (which the next append then doubles) allocated ~5 KB per
+		// decision (BenchmarkWebhookLoadgen in services/core).
+		n := copy(m.decisions, m.decisions[k:])
+		clear(m.decisions[n:])
+		m.decisions = m.decisions[:n]
 	}
 }
 

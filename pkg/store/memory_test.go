@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,6 +40,13 @@ func TestMemoryRetention(t *testing.T) {
 		if n > 10 || n < 5 {
 			t.Errorf("%s: %d kept, want between 5 and 10", what, n)
 		}
+	}
+	// Decisions are trimmed in place: the newest kept, in order, and the
+	// array never grows past twice the cap.
+	if last := m.decisions[len(m.decisions)-1]; last.Fingerprint != "r29" || cap(m.decisions) > 20 ||
+		!slices.IsSortedFunc(m.decisions, func(a, b AlertDecision) int { return a.At.Compare(b.At) }) {
+		t.Errorf("decisions kept: last %s of %d (cap %d), in order: %v", last.Fingerprint, len(m.decisions), cap(m.decisions),
+			slices.IsSortedFunc(m.decisions, func(a, b AlertDecision) int { return a.At.Compare(b.At) }))
 	}
 	if _, err := m.GetRun(ctx, "running"); err != nil {
 		t.Fatalf("a running run was evicted: %v", err)
