@@ -3,6 +3,7 @@
 package webhook
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -122,33 +124,31 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("body larger than %d bytes", e.Limit)
 }
 
-// Decode reads and validates one webhook body.
+// bodies recycles the buffers webhook bodies are read into (what the
+// message keeps is copied out of them).
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// Decode reads and validates one webhook body. The body is read whole
+// (at most MaxBodyBytes: r is an http.MaxBytesReader) and decoded in one
+// pass; only a body that does not decode is read again, as a stream, to
+// say what is wrong with it.
 func Decode(r io.Reader) (Message, error) {
-	var m Message
-	rr := &readErrs{r: r}
-	dec := json.NewDecoder(rr)
-	if err := dec.Decode(&m); err != nil {
-		if tooLarge(err) || tooLarge(rr.err) {
+	buf := bodies.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			bodies.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(r); err != nil {
+		if tooLarge(err) {
 			return Message{}, &TooLargeError{Limit: MaxBodyBytes}
 		}
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.Is(err, io.EOF):
-			return Message{}, badf("empty body: want an Alertmanager webhook (version 4)")
-		case errors.As(err, &se):
-			return Message{}, badf("malformed JSON at byte %d: %v", se.Offset, se)
-		case errors.As(err, &te):
-			return Message{}, badf("malformed webhook: field %q: got JSON %s, want %s", te.Field, te.Value, te.Type)
-		default:
-			return Message{}, badf("malformed JSON: %v", err)
-		}
+		return Message{}, err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if tooLarge(err) || tooLarge(rr.err) {
-			return Message{}, &TooLargeError{Limit: MaxBodyBytes}
-		}
-		return Message{}, badf("malformed JSON: data after the webhook object")
+	var m Message
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		return Message{}, explain(buf.Bytes())
 	}
 	if err := m.Validate(); err != nil {
 		return Message{}, err
@@ -156,19 +156,29 @@ func Decode(r io.Reader) (Message, error) {
 	return m, nil
 }
 
-// readErrs remembers the reader's first error: the decoder reports a
-// body cut by http.MaxBytesReader as a syntax error at the cut.
-type readErrs struct {
-	r   io.Reader
-	err error
-}
-
-func (e *readErrs) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err != nil && e.err == nil {
-		e.err = err
+// explain says why body is no webhook: empty, malformed (where), a field
+// of the wrong type, or data after the object.
+func explain(body []byte) error {
+	var m Message
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&m); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
+			return badf("empty body: want an Alertmanager webhook (version 4)")
+		case errors.As(err, &se):
+			return badf("malformed JSON at byte %d: %v", se.Offset, se)
+		case errors.As(err, &te):
+			return badf("malformed webhook: field %q: got JSON %s, want %s", te.Field, te.Value, te.Type)
+		default:
+			return badf("malformed JSON: %v", err)
+		}
 	}
-	return n, err
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badf("malformed JSON: data after the webhook object")
+	}
+	return badf("malformed JSON") // json.Unmarshal refused what the stream took
 }
 
 func tooLarge(err error) bool {
