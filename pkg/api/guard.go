@@ -21,7 +21,7 @@ func RejectControlChars(next http.Handler) http.Handler {
 		where, bad := "", ""
 		if !PlainText(r.URL.Path) {
 			where, bad = "path", r.URL.Path
-		} else {
+		} else if r.URL.RawQuery != "" { // no query: nothing to parse (the webhook's path)
 			for k, vs := range r.URL.Query() {
 				for _, v := range append([]string{k}, vs...) {
 					if !PlainText(v) {

@@ -139,6 +139,9 @@ func (s Store) publish(kind string, v any) {
 }
 
 func (s Store) decided(d store.AlertDecision) {
+	if !s.B.Active() {
+		return // not even the event's value is built
+	}
 	s.publish("decision", Decision{ID: d.ID, Fingerprint: d.Fingerprint, Alertname: d.Alertname, Status: d.Status, Decision: d.Decision,
 		Agent: d.Agent, InvestigationID: d.InvestigationID, Reason: d.Reason, At: d.At.UTC()})
 	if d.InvestigationID != "" && d.Decision == store.DecisionDispatched {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -162,10 +163,11 @@ const (
 // Bound returns a copy of a within the bounds above. A cut value ends in
 // "…[cut: N bytes]"; annotations past the total are dropped, the summary
 // and description first kept, and "kubecrew_dropped_annotations" names
-// how many.
+// how many. Annotations already within the bounds (nearly always) are
+// kept as they are: the map is only read from here on.
 func Bound(a webhook.Alert) webhook.Alert {
 	a.GeneratorURL = cut(a.GeneratorURL, MaxGeneratorURL)
-	if len(a.Annotations) == 0 {
+	if len(a.Annotations) == 0 || withinBounds(a.Annotations) {
 		return a
 	}
 	keys := make([]string, 0, len(a.Annotations))
@@ -181,11 +183,11 @@ func Bound(a webhook.Alert) webhook.Alert {
 		}
 		return 2
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if ri, rj := rank(keys[i]), rank(keys[j]); ri != rj {
-			return ri < rj
+	slices.SortFunc(keys, func(x, y string) int {
+		if rx, ry := rank(x), rank(y); rx != ry {
+			return rx - ry
 		}
-		return keys[i] < keys[j]
+		return strings.Compare(x, y)
 	})
 	out, total, dropped := make(map[string]string, len(keys)), 0, 0
 	for _, k := range keys {
@@ -203,6 +205,18 @@ func Bound(a webhook.Alert) webhook.Alert {
 	}
 	a.Annotations = out
 	return a
+}
+
+// withinBounds reports whether Bound would change nothing of annotations.
+func withinBounds(annotations map[string]string) bool {
+	total := 0
+	for k, v := range annotations {
+		if len(k) > 256 || len(v) > MaxAnnotation {
+			return false
+		}
+		total += len(k) + len(v)
+	}
+	return total <= MaxAnnotations
 }
 
 // cut bounds s to max bytes on a rune boundary, saying how much was cut.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,32 @@ func TestBound(t *testing.T) {
 	small := webhook.Alert{Labels: map[string]string{"alertname": "A"}, Annotations: map[string]string{"summary": "s"}}
 	if got := Bound(small); got.Annotations["summary"] != "s" || len(got.Annotations) != 1 {
 		t.Errorf("a small alert changed: %+v", got)
+	}
+}
+
+// TestBoundAtTheEdges: annotations exactly at the bounds are kept as they
+// are; a byte over is cut or dropped.
+func TestBoundAtTheEdges(t *testing.T) {
+	t.Parallel()
+	at := strings.Repeat("v", MaxAnnotation)
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		unchanged   bool
+	}{
+		{"a value at the bound", map[string]string{"summary": at}, true},
+		{"a value a byte over", map[string]string{"summary": at + "v"}, false},
+		{"a name at 256 bytes", map[string]string{strings.Repeat("k", 256): "v"}, true},
+		{"a name a byte over", map[string]string{strings.Repeat("k", 257): "v"}, false},
+		{"the total at the bound", map[string]string{"a": at[:MaxAnnotation-1], "b": at[:MaxAnnotation-1], "c": at[:MaxAnnotation-1], "d": at[:MaxAnnotation-1]}, true},
+		{"the total a byte over", map[string]string{"a": at[:MaxAnnotation-1], "b": at[:MaxAnnotation-1], "c": at[:MaxAnnotation-1], "dd": at[:MaxAnnotation-1]}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Bound(webhook.Alert{Annotations: maps.Clone(tt.annotations)})
+			if maps.Equal(got.Annotations, tt.annotations) != tt.unchanged {
+				t.Fatalf("annotations unchanged = %v, want %v (%d kept)", !tt.unchanged, tt.unchanged, len(got.Annotations))
+			}
+		})
 	}
 }
