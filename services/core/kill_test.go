@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
+	"github.com/kubecrew/kubecrew/pkg/upgradetest"
 	"github.com/kubecrew/kubecrew/services/core/internal/agenttest"
 )
 
@@ -34,18 +33,12 @@ func TestMain(m *testing.M) {
 }
 
 // child is the core running as a process of its own.
-type child struct {
-	name   string // which version, in messages
-	cmd    *exec.Cmd
-	addr   string
-	stderr *lockedBuffer
-	exited chan struct{}
-}
+type child = upgradetest.Process
 
 // startChild starts this test binary as the core (TestMain).
 func startChild(t *testing.T, env map[string]string) *child {
 	t.Helper()
-	return startCore(t, os.Args[0], append([]string{"KUBECREW_CORE_CHILD=1"}, mapEnv(env)...))
+	return upgradetest.Start(t, os.Args[0], append([]string{"KUBECREW_CORE_CHILD=1"}, mapEnv(env)...), "core listening")
 }
 
 func mapEnv(env map[string]string) []string {
@@ -54,52 +47,6 @@ func mapEnv(env map[string]string) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
-}
-
-// startCore starts the core binary at path on LISTEN_ADDR 127.0.0.1:0 and
-// learns its address from its "core listening" log line.
-func startCore(t *testing.T, path string, env []string) *child {
-	t.Helper()
-	cmd := &exec.Cmd{Path: path, Args: []string{"core"}, Env: []string{"LISTEN_ADDR=127.0.0.1:0", "HOME=" + os.Getenv("HOME")}}
-	cmd.Env = append(cmd.Env, env...)
-	pr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-c.exited
-	})
-	addrs := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = c.stderr.Write([]byte(line + "\n"))
-			if strings.Contains(line, `"msg":"core listening"`) {
-				var l struct{ Addr string }
-				if json.Unmarshal([]byte(line), &l) == nil && l.Addr != "" {
-					addrs <- l.Addr
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-		_ = cmd.Wait()
-		close(c.exited)
-	}()
-	select {
-	case c.addr = <-addrs:
-	case <-c.exited:
-		t.Fatalf("core exited before listening:\n%s", c.stderr.String())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("core not listening within 60s:\n%s", c.stderr.String())
-	}
-	return c
 }
 
 // tally is what the storm's answers said.
@@ -238,14 +185,14 @@ func TestKill9DuringStormLosesNoStateChange(t *testing.T) {
 	t1 := &tally{changes: map[string]int{}}
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() { storm(stop, c1.addr, fps, 4, t1); close(done) }()
+	go func() { storm(stop, c1.Addr, fps, 4, t1); close(done) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		t1.mu.Lock()
 		n, err := t1.webhooks, t1.lastError
 		t1.mu.Unlock()
 		if err != nil {
-			t.Fatalf("storm before the kill: %v\n%s", err, c1.stderr.String())
+			t.Fatalf("storm before the kill: %v\n%s", err, c1.Stderr())
 		}
 		if n >= 400 {
 			break
@@ -255,10 +202,10 @@ func TestKill9DuringStormLosesNoStateChange(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := c1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := c1.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-c1.exited
+	<-c1.Exited
 	close(stop)
 	<-done
 
@@ -295,20 +242,20 @@ func TestKill9DuringStormLosesNoStateChange(t *testing.T) {
 	t2 := &tally{changes: map[string]int{}}
 	stop2 := make(chan struct{})
 	time.AfterFunc(2*time.Second, func() { close(stop2) })
-	storm(stop2, c2.addr, fps, 4, t2)
+	storm(stop2, c2.Addr, fps, 4, t2)
 	if t2.webhooks == 0 {
-		t.Fatalf("no webhook answered after the restart: %v\n%s", t2.lastError, c2.stderr.String())
+		t.Fatalf("no webhook answered after the restart: %v\n%s", t2.lastError, c2.Stderr())
 	}
-	if err := c2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := c2.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-c2.exited:
+	case <-c2.Exited:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("core did not stop on SIGTERM:\n%s", c2.stderr.String())
+		t.Fatalf("core did not stop on SIGTERM:\n%s", c2.Stderr())
 	}
-	if code := c2.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("exit %d after SIGTERM:\n%s", code, c2.stderr.String())
+	if code := c2.Cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit %d after SIGTERM:\n%s", code, c2.Stderr())
 	}
 	all := dbDecisions(t, st)
 	after2, _ := sum(all)

@@ -8,14 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/store"
@@ -41,12 +37,12 @@ type upgrade struct {
 // 200 fails the test.
 func (u *upgrade) alert(c *child, fp, status string) kapi.AlertDecision {
 	u.t.Helper()
-	ans, err := postGroup(context.Background(), c.addr, `{}:{pod="api-`+fp+`"}`, []map[string]any{killAlert(fp, status)})
+	ans, err := postGroup(context.Background(), c.Addr, `{}:{pod="api-`+fp+`"}`, []map[string]any{killAlert(fp, status)})
 	if err != nil {
-		u.t.Fatalf("%s %s to %s: %v\n%s", status, fp, c.addr, err, c.stderr.String())
+		u.t.Fatalf("%s %s to %s: %v\n%s", status, fp, c.Addr, err, c.Stderr())
 	}
 	if len(ans.Decisions) != 1 || ans.Decisions[0].Fingerprint != fp {
-		u.t.Fatalf("%s %s to %s: decisions %+v", status, fp, c.addr, ans.Decisions)
+		u.t.Fatalf("%s %s to %s: decisions %+v", status, fp, c.Addr, ans.Decisions)
 	}
 	d := ans.Decisions[0]
 	if d.Decision == store.DecisionDispatched {
@@ -73,7 +69,7 @@ func (u *upgrade) keepPosting(c *child, fps []string, stop <-chan struct{}) erro
 		default:
 		}
 		fp := fps[i%len(fps)]
-		ans, err := postGroup(context.Background(), c.addr, `{}:{pod="api-`+fp+`"}`, []map[string]any{killAlert(fp, "firing")})
+		ans, err := postGroup(context.Background(), c.Addr, `{}:{pod="api-`+fp+`"}`, []map[string]any{killAlert(fp, "firing")})
 		if err != nil {
 			return fmt.Errorf("webhook %d (%s): %w", n+1, fp, err)
 		}
@@ -93,7 +89,7 @@ func (u *upgrade) expect(c *child, fps []string, status string, want ...string) 
 	u.t.Helper()
 	for _, fp := range fps {
 		if d := u.alert(c, fp, status); !slices.Contains(want, d.Decision) {
-			u.t.Errorf("%s %s to the %s core: %s (%s), want %s", status, fp, c.name, d.Decision, d.Reason, strings.Join(want, " or "))
+			u.t.Errorf("%s %s to the %s core: %s (%s), want %s", status, fp, c.Name, d.Decision, d.Reason, strings.Join(want, " or "))
 		}
 	}
 }
@@ -108,9 +104,9 @@ func list[T any](t *testing.T, c *child, path string) []T {
 		if strings.Contains(path, "?") {
 			sep = "&"
 		}
-		resp, err := http.Get(fmt.Sprintf("http://%s%s%slimit=%d&cursor=%s", c.addr, path, sep, store.MaxLimit, cursor))
+		resp, err := http.Get(fmt.Sprintf("http://%s%s%slimit=%d&cursor=%s", c.Addr, path, sep, store.MaxLimit, cursor))
 		if err != nil {
-			t.Fatalf("GET %s on the %s core: %v", path, c.name, err)
+			t.Fatalf("GET %s on the %s core: %v", path, c.Name, err)
 		}
 		var page struct {
 			Items      []T    `json:"items"`
@@ -119,7 +115,7 @@ func list[T any](t *testing.T, c *child, path string) []T {
 		err = json.NewDecoder(resp.Body).Decode(&page)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || err != nil {
-			t.Fatalf("GET %s on the %s core: %d %v", path, c.name, resp.StatusCode, err)
+			t.Fatalf("GET %s on the %s core: %d %v", path, c.Name, resp.StatusCode, err)
 		}
 		out = append(out, page.Items...)
 		if page.NextCursor == "" {
@@ -162,13 +158,13 @@ func (u *upgrade) keeps(c *child, before seen, what string) {
 	now := u.read(c)
 	for id, d := range before.decisions {
 		if got, ok := now.decisions[id]; !ok || got != d {
-			u.t.Errorf("the %s core lists decision %s as %+v, want %+v (%s)", c.name, id, got, d, what)
+			u.t.Errorf("the %s core lists decision %s as %+v, want %+v (%s)", c.Name, id, got, d, what)
 		}
 	}
 	for id, i := range before.invs {
 		got, ok := now.invs[id]
 		if !ok || got.Fingerprint != i.Fingerprint || got.Agent != i.Agent || (i.Status != "running" && got.Status != i.Status) {
-			u.t.Errorf("the %s core lists investigation %s as %+v, want %+v (%s)", c.name, id, got, i, what)
+			u.t.Errorf("the %s core lists investigation %s as %+v, want %+v (%s)", c.Name, id, got, i, what)
 		}
 	}
 }
@@ -190,58 +186,12 @@ func eventually(t *testing.T, what string, cond func() bool, say ...func() strin
 	}
 }
 
-// schemaVersion is the newest migration applied to url's schema.
-func schemaVersion(t *testing.T, url string) int64 {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	var v int64
-	if err := conn.QueryRow(context.Background(), `SELECT max(version_id) FROM kubecrew_schema_version`).Scan(&v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// newestMigration is the version of this tree's newest migration file.
-func newestMigration(t *testing.T, root string) int64 {
-	t.Helper()
-	ms, err := filepath.Glob(filepath.Join(root, "pkg/store/migrations/*.sql"))
-	if err != nil || len(ms) == 0 {
-		t.Fatalf("no migrations under %s: %v", root, err)
-	}
-	sort.Strings(ms)
-	var v int64
-	if _, err := fmt.Sscanf(filepath.Base(ms[len(ms)-1]), "%05d_", &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 func fingerprints(prefix string, from, to int) []string {
 	var out []string
 	for i := from; i < to; i++ {
 		out = append(out, fmt.Sprintf("%s%02d", prefix, i))
 	}
 	return out
-}
-
-// stop sends SIGTERM and wants a clean exit.
-func stop(t *testing.T, c *child) {
-	t.Helper()
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-c.exited:
-	case <-time.After(time.Minute):
-		t.Fatalf("the %s core did not stop on SIGTERM:\n%s", c.name, c.stderr.String())
-	}
-	if code := c.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("the %s core exited %d after SIGTERM:\n%s", c.name, code, c.stderr.String())
-	}
 }
 
 // TestUpgradeSideBySide: the previous version (hack/upgrade/previous, built
@@ -267,8 +217,8 @@ func TestUpgradeSideBySide(t *testing.T) {
 	}
 	env := []string{"DATABASE_URL=" + url, "AGENT_PEERS=platform-sre=" + u.agent.Server.URL, "ROUTES_FILE=" + routes}
 	startOld := func() *child {
-		c := startCore(t, oldBin, env)
-		c.name = "old"
+		c := upgradetest.Start(t, oldBin, env, "core listening")
+		c.Name = "old"
 		return c
 	}
 
@@ -286,7 +236,7 @@ func TestUpgradeSideBySide(t *testing.T) {
 	u.expect(old, slow, "firing", store.DecisionDeduped)
 	u.expect(old, done[:6], "resolved", store.DecisionResolved)
 	before := u.read(old)
-	oldVersion := schemaVersion(t, url)
+	oldVersion := upgradetest.SchemaVersion(t, url)
 	t.Logf("the previous version (%s) wrote schema version %d: %d decisions, %d investigations", prev[:12], oldVersion, len(before.decisions), len(before.invs))
 
 	// 2. This version starts on the same schema, and migrates it, while
@@ -295,24 +245,24 @@ func TestUpgradeSideBySide(t *testing.T) {
 	hooks := make(chan error, 1)
 	go func() { hooks <- u.keepPosting(old, fingerprints("mg", 0, 10), stopHooks) }()
 	cur := startChild(t, map[string]string{"DATABASE_URL": url, "AGENT_PEERS": "platform-sre=" + u.agent.Server.URL, "ROUTES_FILE": routes})
-	cur.name = "new"
+	cur.Name = "new"
 	close(stopHooks)
 	if err := <-hooks; err != nil {
 		t.Fatalf("the old core while the new one started and migrated: %v", err)
 	}
-	newest := newestMigration(t, root)
-	if v := schemaVersion(t, url); v != newest {
+	newest := upgradetest.NewestMigration(t, root)
+	if v := upgradetest.SchemaVersion(t, url); v != newest {
 		t.Fatalf("after the new core started the schema is at %d, want %d", v, newest)
 	}
-	if oldVersion < newest && !strings.Contains(cur.stderr.String(), `"msg":"postgres migration applied"`) {
-		t.Fatalf("the schema went from %d to %d, but the new core did not log a migration:\n%s", oldVersion, newest, cur.stderr.String())
+	if oldVersion < newest && !strings.Contains(cur.Stderr(), `"msg":"postgres migration applied"`) {
+		t.Fatalf("the schema went from %d to %d, but the new core did not log a migration:\n%s", oldVersion, newest, cur.Stderr())
 	}
 	t.Logf("this version migrated the schema from %d to %d while the old core served", oldVersion, newest)
 	u.sideBySide(old, cur, before, done, slow, gate)
 
 	// 3. An old core restarted on the migrated schema (a rollback, or a
 	// crash while the rollout runs) starts and serves.
-	stop(t, old)
+	old.Stop(t)
 	old = startOld()
 	u.expect(old, done[6:], "firing", store.DecisionCooldown)
 	u.expect(old, fingerprints("re", 0, 4), "firing", store.DecisionDispatched)
@@ -321,7 +271,7 @@ func TestUpgradeSideBySide(t *testing.T) {
 
 	// 4. The old one stops; this version alone keeps everything.
 	all := u.read(old)
-	stop(t, old)
+	old.Stop(t)
 	u.expect(cur, fingerprints("al", 0, 4), "firing", store.DecisionDispatched)
 	u.expect(cur, done[6:], "firing", store.DecisionCooldown)
 	u.keeps(cur, all, "after the old core stopped")
@@ -388,15 +338,15 @@ func (u *upgrade) sideBySide(old, cur *child, before seen, done, slow []string, 
 	}
 	u.expect(old, slow, "firing", store.DecisionCooldown)
 	for _, c := range []*child{old, cur} {
-		resp, err := http.Get("http://" + c.addr + "/ready")
+		resp, err := http.Get("http://" + c.Addr + "/ready")
 		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Errorf("the %s core is not ready beside the other: %v %v", c.name, err, resp)
+			t.Errorf("the %s core is not ready beside the other: %v %v", c.Name, err, resp)
 		}
 		if resp != nil {
 			resp.Body.Close()
 		}
 	}
-	if strings.Contains(old.stderr.String(), `"level":"error"`) {
-		t.Errorf("the old core logged errors beside the new one:\n%s", old.stderr.String())
+	if strings.Contains(old.Stderr(), `"level":"error"`) {
+		t.Errorf("the old core logged errors beside the new one:\n%s", old.Stderr())
 	}
 }
