@@ -27,7 +27,10 @@ if [ "${BENCH_5X:-}" = 1 ]; then run pkg 'BenchmarkClusterProblems5x$' 3x; fi
 run services/agent 'BenchmarkStartToReady' 20x
 # one alert triage in model mode (eval.Competent on the fixtures): model calls and estimated prompt tokens
 run services/agent 'BenchmarkTriage' 5x
+# the webhook handler in process: webhooks/s, latency and CPU per alert (BenchmarkWebhookLoadgen: the
+# loadgen's bodies of 1 and 10 alerts); decoding alone (BenchmarkDecode)
 run services/core 'BenchmarkWebhook' 2000x
+run services/core 'BenchmarkDecode|BenchmarkAlertChecks' 20000x
 # the dashboard's overview with 10,000 decisions (target: under 50 ms a render)
 run services/core 'BenchmarkOverview' 30x
 run pkg 'BenchmarkPruneMillionDecisions' 50x
