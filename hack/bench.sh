@@ -33,6 +33,8 @@ run services/core 'BenchmarkWebhook' 2000x
 run services/core 'BenchmarkDecode|BenchmarkAlertChecks' 20000x
 # the dashboard's overview with 10,000 decisions (target: under 50 ms a render)
 run services/core 'BenchmarkOverview' 30x
+# the alerts firing over 100,000 decisions of 2,000 alerts (the overview's read on each store)
+run pkg 'BenchmarkListFiring' 20x
 run pkg 'BenchmarkPruneMillionDecisions' 50x
 run services/core 'BenchmarkBusyQueueSoak' 300x
 run pkg 'BenchmarkPermitRestart' 2000x

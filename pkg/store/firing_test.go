@@ -75,3 +75,58 @@ func contractFiring(t *testing.T, s fullStore, c *clock) {
 		t.Error("a cursor the store never issued was accepted")
 	}
 }
+
+// benchListFiring measures the dashboard's read of the alerts firing (its
+// first 30 and the total) over 100,000 decisions of 2,000 alerts, 50 each
+// (a storm's repeats), a quarter of the alerts resolved since.
+func benchListFiring(b *testing.B, s fullStore, seed func(ds []AlertDecision)) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	ds := make([]AlertDecision, 0, 100_000)
+	for i := range 100_000 {
+		fp := i % 2000
+		d := AlertDecision{ID: fmt.Sprintf("d-%06d", i), Fingerprint: fmt.Sprintf("fp-%04d", fp), Alertname: "KubePodCrashLooping",
+			Status: "firing", Decision: DecisionDeduped, Agent: "platform-sre", Reason: "deduped", At: t0.Add(time.Duration(i) * time.Second), Count: 1}
+		if i >= 98_000 && fp%4 == 0 {
+			d.Status, d.Decision = "resolved", DecisionResolved
+		}
+		ds = append(ds, d)
+	}
+	seed(ds)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		items, _, total, err := s.ListFiring(ctx, Page{Limit: 30})
+		if err != nil || len(items) != 30 || total != 1500 {
+			b.Fatalf("ListFiring = %d items, total %d, %v", len(items), total, err)
+		}
+	}
+}
+
+func BenchmarkListFiringMemory(b *testing.B) {
+	m := NewMemory(time.Now)
+	benchListFiring(b, m, func(ds []AlertDecision) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.decisions = append(m.decisions, ds...)
+	})
+}
+
+func BenchmarkListFiringPostgres(b *testing.B) {
+	p := newTestPostgres(b, time.Now)
+	benchListFiring(b, p, func(ds []AlertDecision) {
+		var c decisionColumns
+		for _, d := range ds {
+			c.add(normDecision(d))
+		}
+		_, err := p.pool.Exec(context.Background(), `INSERT INTO alert_decisions (`+decisionCols+`)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+				$9::timestamptz[], $10::int[], $11::timestamptz[])`, c.id, c.fingerprint, c.alertname, c.status, c.decision, c.agent,
+			c.investigationID, c.reason, c.at, c.count, c.firstAt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.pool.Exec(context.Background(), `ANALYZE alert_decisions`); err != nil {
+			b.Fatal(err)
+		}
+	})
+}

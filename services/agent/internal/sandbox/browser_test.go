@@ -178,6 +178,16 @@ func browseDashboard(t *testing.T, ctx context.Context, base, invID, dir string)
 		t.Fatalf("overview never went live: %v", err)
 	}
 	shot("overview")
+	// The pull requests are the forge's: the incident's PR, merged by Vera.
+	prs, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("prs").innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Agent pull requests (1)", "merged", "k8s-engineer", "code-reviewer (local "} {
+		if !strings.Contains(prs, want) {
+			t.Errorf("the overview's pull requests lack %q:\n%s", want, prs)
+		}
+	}
 	name := fmt.Sprintf("KubeDashboardProbe%d", time.Now().UnixNano()%100000)
 	body := OOMAlert(FixtureNamespace, "dashboard-probe", "", time.Now().Add(-time.Minute))
 	body["alerts"].([]any)[0].(map[string]any)["labels"].(map[string]string)["alertname"] = name

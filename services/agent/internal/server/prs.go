@@ -32,10 +32,55 @@ const (
 )
 
 // prCache remembers the last answer of each state; one read of the forge
-// at a time.
+// per state at a time, which the requests that come meanwhile wait for
+// (each only as long as its own caller waits).
 type prCache struct {
-	mu   sync.Mutex
-	last map[int]api.PRList // by recent
+	mu      sync.Mutex
+	last    map[int]api.PRList    // by recent
+	reading map[int]chan struct{} // closed when the read ends
+}
+
+// get answers from the cache while it is fresh, else reads the forge (or
+// waits for the read under way).
+func (c *prCache) get(ctx context.Context, recent int, now func() time.Time, read PRReader) (api.PRList, error) {
+	for {
+		c.mu.Lock()
+		if l, ok := c.last[recent]; ok && now().Sub(l.AsOf) < prCacheTTL {
+			c.mu.Unlock()
+			return l, nil
+		}
+		if ch, ok := c.reading[recent]; ok {
+			c.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return api.PRList{}, context.Cause(ctx)
+			}
+		}
+		if c.reading == nil {
+			c.reading, c.last = map[int]chan struct{}{}, map[int]api.PRList{}
+		}
+		ch := make(chan struct{})
+		c.reading[recent] = ch
+		c.mu.Unlock()
+		// The read outlives the request that started it (prReadTimeout).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), prReadTimeout)
+		l, err := read(rctx, recent)
+		cancel()
+		c.mu.Lock()
+		delete(c.reading, recent)
+		if err == nil {
+			if l.Items == nil {
+				l.Items = []api.PRView{}
+			}
+			l.AsOf = now().UTC()
+			c.last[recent] = l
+		}
+		close(ch)
+		c.mu.Unlock()
+		return l, err
+	}
 }
 
 // prs is GET /prs: the agent PRs on this agent's forge (README.md,
@@ -69,26 +114,10 @@ func (s *Server) prs(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, api.PRList{Items: []api.PRView{}, AsOf: s.now().UTC()})
 		return
 	}
-	s.prCache.mu.Lock()
-	defer s.prCache.mu.Unlock()
-	if l, ok := s.prCache.last[recent]; ok && s.now().Sub(l.AsOf) < prCacheTTL {
-		WriteJSON(w, http.StatusOK, l)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), prReadTimeout)
-	defer cancel()
-	l, err := s.d.PRs(ctx, recent)
+	l, err := s.prCache.get(r.Context(), recent, s.now, s.d.PRs)
 	if err != nil {
 		WriteError(w, http.StatusBadGateway, "reading the forge: "+err.Error())
 		return
 	}
-	if l.Items == nil {
-		l.Items = []api.PRView{}
-	}
-	l.AsOf = s.now().UTC()
-	if s.prCache.last == nil {
-		s.prCache.last = map[int]api.PRList{}
-	}
-	s.prCache.last[recent] = l
 	WriteJSON(w, http.StatusOK, l)
 }
