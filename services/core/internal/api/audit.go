@@ -54,6 +54,21 @@ func (a auditKey) encode() string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(a.at, 10) + "\n" + a.agent + "\n" + a.id))
 }
 
+// mergedPage reads the page of a list merged from the agents' answers
+// (the audit log, the pull requests): its cursor, when given, is the key
+// of the last item of the page before.
+func mergedPage(r *http.Request) (store.Page, *auditKey, error) {
+	p, err := page(r)
+	if err != nil || p.Cursor == "" {
+		return p, nil, err
+	}
+	k, ok := decodeAuditKey(p.Cursor)
+	if !ok {
+		return p, nil, fmt.Errorf("cursor %q is not one this API issued", p.Cursor)
+	}
+	return p, &k, nil
+}
+
 func decodeAuditKey(s string) (auditKey, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
@@ -100,19 +115,10 @@ func entryMeta(raw json.RawMessage) (*time.Time, string) {
 // audit merges every agent's GET /a2a/log, newest first. An agent without
 // the endpoint (404) is reported "unsupported", one that fails "down".
 func (s *server) audit(w http.ResponseWriter, r *http.Request) {
-	p, err := page(r)
+	p, after, err := mergedPage(r)
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, "%v", err)
 		return
-	}
-	var after *auditKey
-	if p.Cursor != "" {
-		k, ok := decodeAuditKey(p.Cursor)
-		if !ok {
-			WriteError(w, http.StatusBadRequest, "cursor %q is not one this API issued", p.Cursor)
-			return
-		}
-		after = &k
 	}
 	type fetched struct {
 		src   AuditSource

@@ -75,7 +75,7 @@ func parsePRFilter(s *server, r *http.Request) (prFilter, error) {
 // one forge answer the same PRs; the most recently updated copy is kept),
 // most recently updated first.
 func (s *server) prs(w http.ResponseWriter, r *http.Request) {
-	p, err := page(r)
+	p, after, err := mergedPage(r)
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, "%v", err)
 		return
@@ -84,15 +84,6 @@ func (s *server) prs(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, "%v", err)
 		return
-	}
-	var after *auditKey
-	if p.Cursor != "" {
-		k, ok := decodeAuditKey(p.Cursor)
-		if !ok {
-			WriteError(w, http.StatusBadRequest, "cursor %q is not one this API issued", p.Cursor)
-			return
-		}
-		after = &k
 	}
 	reader, ok := s.Agents.(PRAgents)
 	if !ok {
