@@ -15,6 +15,7 @@ type options struct {
 	retryTicks     <-chan time.Time
 	maxConns       int32
 	flushInterval  time.Duration
+	peers          *peerHub // a Switch's, shared with each Postgres it opens
 }
 
 func buildOptions(opts []Option) options {

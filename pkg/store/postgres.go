@@ -33,6 +33,7 @@ type Postgres struct {
 	rep  *repeats // nil: every decision is written at once
 	// replicaID names this process in alert-state notifications.
 	replicaID string
+	peers     *peerHub // hears the other replicas' notes (postgres_peers.go)
 }
 
 var (
@@ -69,7 +70,10 @@ func OpenPostgres(ctx context.Context, url string, log *zap.Logger, opts ...Opti
 		pool.Close()
 		return nil, err
 	}
-	p := &Postgres{pool: pool, now: o.now, log: log, replicaID: newID()}
+	p := &Postgres{pool: pool, now: o.now, log: log, replicaID: newID(), peers: o.peers}
+	if p.peers == nil {
+		p.peers = &peerHub{}
+	}
 	if o.flushInterval > 0 {
 		p.rep = newRepeats(o.flushInterval)
 		go p.flushLoop()

@@ -155,6 +155,7 @@ func (p *Postgres) applyAlert(ctx context.Context, fingerprint, agent string, fn
 	queueAlertState(b, st)
 	b.Queue(`SELECT pg_notify('`+stateChannel+`', $1)`, p.notifyArg(fingerprint))
 	queueDecision(b, d, false)
+	p.queuePeerNote(b, fingerprint, d)
 	if inv != nil {
 		if err := queueInvestigation(b, *inv, false); err != nil {
 			return AlertDecision{}, AlertState{}, false, err
@@ -255,8 +256,10 @@ func (p *Postgres) FinishInvestigation(ctx context.Context, inv Investigation) e
 				run_id=CASE WHEN $7 = '' THEN run_id ELSE $7 END
 			WHERE id=$1 RETURNING id, fingerprint),
 		freed AS (UPDATE alert_state SET in_flight=false WHERE in_flight AND investigation_id IN (SELECT id FROM inv) RETURNING 1)
-		SELECT fingerprint FROM inv, pg_notify('`+stateChannel+`', $8 || fingerprint)`,
-		inv.ID, inv.Status, fj, inv.Answer, inv.Error, inv.FinishedAt, inv.RunID, p.notifyArg("")).Scan(&fp)
+		SELECT fingerprint, CASE WHEN octet_length(fingerprint) < $10 THEN
+				pg_notify('`+peerChannel+`', json_build_object('r', $9::text, 'k', fingerprint, 'i', id, 'e', true)::text) END
+		FROM inv, pg_notify('`+stateChannel+`', $8 || fingerprint)`,
+		inv.ID, inv.Status, fj, inv.Answer, inv.Error, inv.FinishedAt, inv.RunID, p.notifyArg(""), p.replicaID, maxPeerPayload-200).Scan(&fp, nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("investigation %s: %w", inv.ID, ErrNotFound)
 	}

@@ -7,6 +7,8 @@ package store
 // listens a remembered state serves for up to cacheMaxAge; while it does
 // not (the connection broke, Postgres restarted) only for the flush
 // interval, and everything remembered is forgotten when listening resumes.
+// The same connection hears the other replicas' incident notes
+// (postgres_peers.go).
 
 import (
 	"context"
@@ -77,7 +79,7 @@ func (p *Postgres) listen(ctx context.Context) error {
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+stateChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+stateChannel+"; LISTEN "+peerChannel); err != nil {
 		return err
 	}
 	// Changes made before LISTEN took effect were not heard.
@@ -87,6 +89,10 @@ func (p *Postgres) listen(ctx context.Context) error {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == peerChannel {
+			p.heardPeer(n.Payload)
+			continue
 		}
 		id, fp, ok := strings.Cut(n.Payload, " ")
 		switch {

@@ -48,6 +48,9 @@ type Switch struct {
 	actMu       sync.Mutex
 	lastActions ActionsState
 
+	// peers: the other replicas' notes, heard by whichever Postgres is open.
+	peers *peerHub
+
 	kick     chan struct{}
 	attempts chan error // tests: the outcome of each background attempt
 	cancel   context.CancelFunc
@@ -77,7 +80,7 @@ func Open(ctx context.Context, url string, log *zap.Logger, opts ...Option) (*Sw
 	}
 	o := buildOptions(opts)
 	s := &Switch{
-		log: log.With(zap.String("component", "store")), url: url, opts: opts, o: o,
+		log: log.With(zap.String("component", "store")), url: url, o: o, peers: &peerHub{},
 		mem: NewMemory(o.now), known: map[string]AlertState{}, kick: make(chan struct{}, 1), attempts: make(chan error, 16), done: make(chan struct{}),
 	}
 	if url == "" {
@@ -86,10 +89,11 @@ func Open(ctx context.Context, url string, log *zap.Logger, opts ...Option) (*Sw
 		s.log.Info("no DATABASE_URL: state is kept in memory and lost on restart")
 		return s, nil
 	}
+	s.opts = append(append([]Option{}, opts...), withPeers(s.peers))
 	if err := ParseURL(url); err != nil {
 		return nil, err
 	}
-	pg, err := OpenPostgres(ctx, url, s.log, opts...)
+	pg, err := OpenPostgres(ctx, url, s.log, s.opts...)
 	if err != nil {
 		s.why, s.whyErr = err.Error(), err
 		s.log.Error("postgres unreachable: serving from memory, retrying in the background",

@@ -62,6 +62,13 @@ type Deps struct {
 	NotifyPoll  time.Duration
 }
 
+// peerStore is a store shared with other core replicas that carries
+// their notes (*store.Switch, *store.Postgres; pipeline/peers.go).
+type peerStore interface {
+	pipeline.Peers
+	HearPeers(fn func(store.PeerNote))
+}
+
 // App is one core process.
 type App struct {
 	cfg      config.Config
@@ -153,11 +160,16 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 	a.disp = dispatch.New(a.client, a.pub, dispatch.Options{
 		Timeout: cfg.CallTimeout, Now: d.Now, Log: d.Log, Metrics: a.metrics, Notifier: a.notifier, Escalate: a.esc,
 	})
+	peers, _ := d.Store.(peerStore)
 	a.pipe = pipeline.New(pipeline.Options{
 		Store: a.pub, Routes: routes, Starter: a.disp, Now: d.Now, NewID: d.NewID, Log: d.Log, Metrics: a.metrics,
 		StaleAfter: a.staleAfter(), Background: bg, Resolved: a.notifier, Escalate: a.esc,
 		Clusters: pipeline.Clusters{Label: cfg.ClusterLabel, Default: cfg.DefaultCluster, Others: cfg.Clusters},
+		Peers:    peers,
 	})
+	if peers != nil {
+		peers.HearPeers(a.pipe.Heard) // the other replicas' incidents (README, "Storms")
+	}
 	a.metrics.InitAgents(a.pipe.Agents())
 	if a.handler, err = a.router(); err != nil {
 		stop()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -138,7 +139,9 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 // TestTwoReplicasCoalesceOneIncident: 400 crash-looping pods of one
 // Deployment, their webhooks split between two replicas on one database
 // and sent twice at once: one investigation, every other alert joined or
-// deduped on it.
+// deduped on it. Once each replica has heard the other's members, the
+// 400 again (each half to the other replica) are deduped and 50 new pods
+// split between them are joined.
 func TestTwoReplicasCoalesceOneIncident(t *testing.T) {
 	t.Parallel()
 	dsn := pgSchema(t)
@@ -153,6 +156,8 @@ func TestTwoReplicasCoalesceOneIncident(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	decisions := map[string]int{}
+	members := map[string]bool{} // dispatched or joined, on either replica
+	inv := ""
 	for round := range 2 {
 		for half := range 2 {
 			body := groupBody(fmt.Sprintf(`{}:{half="%d"}`, half), pods[half*200:(half+1)*200]...)
@@ -172,19 +177,94 @@ func TestTwoReplicasCoalesceOneIncident(t *testing.T) {
 				defer mu.Unlock()
 				for _, d := range ans.Decisions {
 					decisions[d.Decision]++
+					if d.Decision == "dispatched" || d.Decision == "joined" {
+						members[d.Fingerprint], inv = true, d.InvestigationID
+					}
 				}
 			})
 		}
 	}
 	wg.Wait()
+	if decisions["dispatched"] != 1 || decisions["joined"]+decisions["deduped"] != 799 {
+		t.Fatalf("decisions %v: want one dispatched, the other 799 joined or deduped", decisions)
+	}
+	// A new pod joined on one replica before the other heard of the
+	// investigation was deduped there; its repeat below joins.
+	const key = "shop/Deployment/api"
+	waitFor(t, 10*time.Second, "both replicas to know the investigation's members", func() bool {
+		return a.Pipeline().Members(key, inv) == len(members) && b.Pipeline().Members(key, inv) == len(members)
+	})
+	for i := 400; i < 450; i++ {
+		pods = append(pods, podAlert("KubePodCrashLooping", "shop", podName("api", i), "", "warning"))
+	}
+	again := map[string]int{}
+	for half, u := range urls {
+		ans := postGroup(t, u, fmt.Sprintf(`{}:{half="%d"}`, 1-half), append(pods[(1-half)*200:(2-half)*200], pods[400+half*25:425+half*25]...)...)
+		for _, d := range ans.Decisions {
+			again[d.Decision]++
+			if d.Decision == "joined" && (d.InvestigationID != inv || !strings.Contains(d.Reason, "also firing: joined investigation "+inv+" of incident "+key)) {
+				t.Fatalf("%s: joined %+v, want investigation %s of incident %s", u, d, inv, key)
+			}
+		}
+	}
+	if want := (map[string]int{"deduped": len(members), "joined": 450 - len(members)}); again["deduped"] != want["deduped"] || again["joined"] != want["joined"] || len(again) != 2 {
+		t.Fatalf("the 400 again and 50 new, each half to the other replica: %v, want %v", again, want)
+	}
 	close(gate)
 	a.WaitIdle()
 	b.WaitIdle()
-	if n := len(agent.Runs()); n != 1 || decisions["dispatched"] != 1 || decisions["joined"]+decisions["deduped"] != 799 {
-		t.Fatalf("%d runs, decisions %v: want one dispatched, the other 799 joined or deduped", n, decisions)
+	if n := len(agent.Runs()); n != 1 {
+		t.Fatalf("%d runs, want 1", n)
 	}
+	// Its end is heard too: neither replica keeps its members.
+	waitFor(t, 10*time.Second, "both replicas to hear the investigation ended", func() bool {
+		return a.Pipeline().Members(key, inv) == 0 && b.Pipeline().Members(key, inv) == 0
+	})
 	invs, _, err := a.Store.ListInvestigations(context.Background(), store.Page{Limit: 10})
 	if err != nil || len(invs) != 1 || invs[0].Fingerprint != "shop/Deployment/api" {
 		t.Fatalf("investigations %+v (%v), want one of incident shop/Deployment/api", invs, err)
+	}
+}
+
+// TestTwoReplicasShareALostNode: a node's alert decided by replica A, the
+// pods on it in ten namespaces sent to replica B: one investigation,
+// every pod joined on B to A's node incident.
+func TestTwoReplicasShareALostNode(t *testing.T) {
+	t.Parallel()
+	dsn := pgSchema(t)
+	agent := agenttest.New(t, "platform-sre")
+	gate := agent.Gate()
+	a, b := replica(t, dsn, agent), replica(t, dsn, agent)
+	urlA, urlB := startHTTP(t, a), startHTTP(t, b)
+	node := alert("node7-notready", "KubeNodeNotReady", "monitoring", "firing")
+	node["labels"].(map[string]string)["node"] = "node-7"
+	first := postGroup(t, urlA, `{}:{alertname="KubeNodeNotReady"}`, node)
+	if len(first.Decisions) != 1 || first.Decisions[0].Decision != "dispatched" {
+		t.Fatalf("node alert on A: %+v", first)
+	}
+	inv := first.Decisions[0].InvestigationID
+	waitFor(t, 10*time.Second, "B to hear node-7 is lost and its investigation", func() bool {
+		return b.Pipeline().NodeLost("node-7") && b.Pipeline().Members("node/node-7", inv) == 1
+	})
+	for i := range 10 {
+		ns := fmt.Sprintf("team-%02d", i)
+		ans := postGroup(t, urlB, fmt.Sprintf(`{}:{namespace=%q}`, ns),
+			podAlert("KubePodNotReady", ns, podName("web", i), "node-7", "warning"),
+			podAlert("KubePodNotReady", ns, podName("worker", i), "node-7", "critical"))
+		for _, d := range ans.Decisions {
+			if d.Decision != "joined" || d.InvestigationID != inv || !strings.Contains(d.Reason, "of incident node/node-7") {
+				t.Fatalf("namespace %s on B: %+v, want joined to investigation %s of node/node-7", ns, d, inv)
+			}
+		}
+	}
+	// A repeat of a pod on A, which heard B's joins, is deduped.
+	if d := postGroup(t, urlA, `{}:{namespace="team-03"}`, podAlert("KubePodNotReady", "team-03", podName("web", 3), "node-7", "warning")).Decisions; d[0].Decision != "deduped" {
+		t.Fatalf("repeat on A: %+v, want deduped", d)
+	}
+	close(gate)
+	a.WaitIdle()
+	b.WaitIdle()
+	if n := len(agent.Runs()); n != 1 {
+		t.Fatalf("%d investigations, want 1 (the node's)", n)
 	}
 }

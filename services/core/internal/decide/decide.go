@@ -67,8 +67,9 @@ type Input struct {
 	// Key is the alert's correlation key (its incident).
 	Key string
 	// NewMember: the incident's running investigation is known (this
-	// process started it) and the alert is not part of it yet: it joins.
-	// Otherwise a firing alert of a running incident is deduped.
+	// process started it, or heard another replica did) and the alert is
+	// not part of it yet: it joins. Otherwise a firing alert of a running
+	// incident is deduped.
 	NewMember bool
 	// OthersFiring counts the incident's other alerts firing in the same
 	// webhook: one of them resolving does not close the incident.

@@ -150,7 +150,7 @@ func (p *Pipeline) retry(ctx context.Context, agent string, st store.AlertState)
 	switch d.Decision {
 	case decide.Dispatched:
 		p.queue.del(agent, key)
-		p.running.add(key, a.Fingerprint, true)
+		p.running.add(key, d.InvestigationID, a.Fingerprint, in.Now)
 		p.start(d, q)
 	case decide.Busy:
 		return false // the agent is full again

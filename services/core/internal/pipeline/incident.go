@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -67,13 +68,15 @@ type incident struct {
 // alert, one whose problems[i] is not ""). Node-level alerts are read
 // first, so a pod alert of a lost node in the same webhook joins the
 // node's incident.
-func (p *Pipeline) incidents(m webhook.Message, problems []string) []*incident {
+func (p *Pipeline) incidents(ctx context.Context, m webhook.Message, problems []string) []*incident {
 	c := p.o.Routes.Correlation
 	now := p.o.Now()
 	if c.Uses(route.KeyNode) {
 		for i, a := range m.Alerts {
 			if problems[i] == "" && a.Status == "firing" && a.Labels["node"] != "" && c.NodeLevel(a.Alertname()) {
-				p.nodes.mark(a.Labels["node"], now)
+				if p.nodes.mark(a.Labels["node"], now) {
+					p.announceNode(ctx, a.Labels["node"], now)
+				}
 			}
 		}
 	}
@@ -162,70 +165,117 @@ func incidentContext(key string, m members) string {
 }
 
 // maxMembers bounds the fingerprints remembered per running incident
-// (past it, a repeat is recorded joined again, never lost).
-const maxMembers = 4096
+// (past it, a repeat is recorded joined again, never lost); maxRunning the
+// running incidents remembered (another replica's whose end was not heard
+// are forgotten oldest first).
+const (
+	maxMembers = 4096
+	maxRunning = 4096
+)
 
-// running remembers, per incident whose investigation this process runs,
-// which alerts are already part of it: a repeat is deduped, a new one
-// joins.
-type running struct {
-	mu sync.Mutex
-	m  map[string]map[string]struct{} // key → fingerprints
+// run is one incident's running investigation and the alerts part of it.
+type run struct {
+	inv   string
+	fps   map[string]struct{}
+	since time.Time
 }
 
-func (r *running) add(key, fp string, fresh bool) {
+// running remembers, per incident whose investigation runs, which alerts
+// are part of it: a repeat is deduped, a new one joins. It holds this
+// process's investigations and, from their notes (store.PeerNote), the
+// other replicas'; each is known by its id, so a note heard late never
+// lends one investigation's members to the next.
+type running struct {
+	mu sync.Mutex
+	m  map[string]*run // key → its investigation
+}
+
+// add records fp as part of investigation inv of key (a new inv replaces
+// the key's previous one).
+func (r *running) add(key, inv, fp string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[string]map[string]struct{}{}
+		r.m = map[string]*run{}
 	}
 	s := r.m[key]
-	if s == nil || fresh {
-		s = map[string]struct{}{}
+	if s == nil || s.inv != inv {
+		if s == nil && len(r.m) >= maxRunning {
+			r.evictLocked()
+		}
+		s = &run{inv: inv, fps: map[string]struct{}{}, since: now}
 		r.m[key] = s
 	}
-	if len(s) < maxMembers {
-		s[fp] = struct{}{}
+	if len(s.fps) < maxMembers {
+		s.fps[fp] = struct{}{}
 	}
 }
 
-// joins reports whether fp would join key's running investigation: this
-// process started it and fp is not part of it yet. Another replica's
-// investigation is unknown here: its alerts are deduped, not joined.
-func (r *running) joins(key, fp string) bool {
+func (r *running) evictLocked() {
+	oldest := ""
+	for k, s := range r.m {
+		if oldest == "" || s.since.Before(r.m[oldest].since) {
+			oldest = k
+		}
+	}
+	delete(r.m, oldest)
+}
+
+// joins reports whether fp would join investigation inv of key: it is
+// known here (this process started it, or heard another replica did) and
+// fp is not part of it yet. One not heard of yet is unknown: its alerts
+// are deduped.
+func (r *running) joins(key, inv, fp string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.m[key]
-	if !ok {
+	if !ok || s.inv != inv {
 		return false
 	}
-	_, in := s[fp]
+	_, in := s.fps[fp]
 	return !in
 }
 
-func (r *running) end(key string) {
+// members is how many alerts of key's investigation inv are known here.
+func (r *running) members(key, inv string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.m, key)
+	if s, ok := r.m[key]; ok && s.inv == inv {
+		return len(s.fps)
+	}
+	return 0
+}
+
+// end forgets investigation inv of key.
+func (r *running) end(key, inv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.m[key]; ok && s.inv == inv {
+		delete(r.m, key)
+	}
 }
 
 // maxNodes bounds the lost nodes remembered.
 const maxNodes = 1024
 
-// nodes remembers nodes a node-level alert fired for, so pod alerts on
-// them join the node's incident for a cooldown.
+// nodes remembers nodes a node-level alert fired for, here or on another
+// replica, so pod alerts on them join the node's incident for a cooldown.
 type nodes struct {
 	mu sync.Mutex
 	m  map[string]time.Time
 }
 
-func (n *nodes) mark(node string, at time.Time) {
+// mark records node lost at (a later mark wins) and reports whether the
+// other replicas should hear of it: a node not marked, or marked more
+// than announceEvery before.
+func (n *nodes) mark(node string, at time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.m == nil {
 		n.m = map[string]time.Time{}
 	}
-	if _, ok := n.m[node]; !ok && len(n.m) >= maxNodes {
+	prev, ok := n.m[node]
+	if !ok && len(n.m) >= maxNodes {
 		oldest := ""
 		for k, t := range n.m {
 			if oldest == "" || t.Before(n.m[oldest]) {
@@ -234,8 +284,15 @@ func (n *nodes) mark(node string, at time.Time) {
 		}
 		delete(n.m, oldest)
 	}
-	n.m[node] = at
+	if !ok || at.After(prev) {
+		n.m[node] = at
+	}
+	return !ok || at.Sub(prev) >= announceEvery
 }
+
+// announceEvery: a node-level alert that keeps firing renews its mark on
+// the other replicas at most this often.
+const announceEvery = time.Minute
 
 func (n *nodes) down(node string, now time.Time, within time.Duration) bool {
 	n.mu.Lock()

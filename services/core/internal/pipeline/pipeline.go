@@ -68,6 +68,10 @@ type Options struct {
 	// clusters"). An alert of another cluster goes to that cluster's
 	// agents, named "cluster/slug"; its incident key starts "cluster/".
 	Clusters Clusters
+	// Peers, when set, tells the other core replicas which nodes this one
+	// marked lost (*store.Switch; peers.go). Their incidents' members and
+	// lost nodes come in through Heard.
+	Peers Peers
 }
 
 // Clusters says which cluster an alert is of.
@@ -152,7 +156,7 @@ func (p *Pipeline) Process(ctx context.Context, m webhook.Message) ([]store.Aler
 	for i, a := range m.Alerts {
 		problems[i] = a.Problem()
 	}
-	incs := p.incidents(m, problems)
+	incs := p.incidents(ctx, m, problems)
 	for i, a := range m.Alerts {
 		if why := problems[i]; why != "" {
 			d, err := p.reject(ctx, i, a, why)
@@ -209,7 +213,6 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert, inc *incident) (sto
 		Route: decide.Route{Agent: target.Agent, Cooldown: target.Cooldown, MaxInFlight: target.MaxInFlight,
 			Ignored: target.Ignored, IgnoreReason: target.Reason},
 		Key:          inc.key,
-		NewMember:    p.running.joins(inc.key, a.Fingerprint),
 		OthersFiring: others,
 		Now:          p.o.Now(),
 		DecisionID:   p.o.NewID(),
@@ -219,6 +222,8 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert, inc *incident) (sto
 	fn := func(prev store.AlertState, ok bool, n int) (store.AlertDecision, store.AlertState) {
 		in := in
 		in.Prev, in.Known, in.AgentInFlight = prev, ok, n
+		// Known here when this process started it or heard of it (peers.go).
+		in.NewMember = ok && prev.InFlight && p.running.joins(in.Key, prev.InvestigationID, in.Alert.Fingerprint)
 		return decide.Decide(in)
 	}
 	body := queued{key: inc.key, cluster: inc.cluster, alert: a, target: target, hash: hash, inc: inc.inc, sev: inc.sev}
@@ -240,10 +245,10 @@ func (p *Pipeline) one(ctx context.Context, a webhook.Alert, inc *incident) (sto
 	switch d.Decision {
 	case decide.Dispatched:
 		p.queue.del(target.Agent, inc.key)
-		p.running.add(inc.key, a.Fingerprint, true)
+		p.running.add(inc.key, d.InvestigationID, a.Fingerprint, in.Now)
 		p.start(d, body)
 	case decide.Joined:
-		p.running.add(inc.key, a.Fingerprint, false)
+		p.running.add(inc.key, d.InvestigationID, a.Fingerprint, in.Now)
 	case decide.Busy:
 		return p.enqueue(ctx, d, body)
 	case decide.Resolved:
@@ -363,7 +368,7 @@ func (p *Pipeline) start(d store.AlertDecision, v queued) {
 		Alert:           AlertJSON(a),
 		Context:         ctx,
 		Done: func(agent string) {
-			p.running.end(key)
+			p.running.end(key, d.InvestigationID)
 			p.kick(agent)
 		},
 	})
