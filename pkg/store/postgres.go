@@ -34,6 +34,9 @@ type Postgres struct {
 	// replicaID names this process in alert-state notifications.
 	replicaID string
 	peers     *peerHub // hears the other replicas' notes (postgres_peers.go)
+	// schema is the current schema: notifications reach every schema of
+	// the database, and a note of another schema's replicas is not ours.
+	schema string
 }
 
 var (
@@ -66,11 +69,12 @@ func OpenPostgres(ctx context.Context, url string, log *zap.Logger, opts ...Opti
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect to %s: %w", redact(cfg), err)
 	}
-	if err := migrate(ctx, pool, log); err != nil {
+	schema, err := migrate(ctx, pool, log)
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	p := &Postgres{pool: pool, now: o.now, log: log, replicaID: newID(), peers: o.peers}
+	p := &Postgres{pool: pool, now: o.now, log: log, replicaID: newID(), schema: schema, peers: o.peers}
 	if p.peers == nil {
 		p.peers = &peerHub{}
 	}
@@ -120,36 +124,35 @@ func redact(cfg *pgxpool.Config) string {
 // migrate applies the embedded migrations with goose. The session lock id
 // is derived from the current schema, so databases (and test schemas)
 // migrate independently while two processes on one schema take turns.
-func migrate(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) error {
-	var schema string
+func migrate(ctx context.Context, pool *pgxpool.Pool, log *zap.Logger) (schema string, err error) {
 	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
-		return fmt.Errorf("postgres: current schema: %w", err)
+		return "", fmt.Errorf("postgres: current schema: %w", err)
 	}
 	h := fnv.New64a()
 	h.Write([]byte("kubecrew-migrate:" + schema))
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(int64(h.Sum64()>>1)), lock.WithLockTimeout(1, 120))
 	if err != nil {
-		return fmt.Errorf("postgres: migration lock: %w", err)
+		return "", fmt.Errorf("postgres: migration lock: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
 	fsys, err := fsSub(migrations, "migrations")
 	if err != nil {
-		return err
+		return "", err
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
 		goose.WithSessionLocker(locker), goose.WithTableName("kubecrew_schema_version"), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
-		return fmt.Errorf("postgres: migrations: %w", err)
+		return "", fmt.Errorf("postgres: migrations: %w", err)
 	}
 	res, err := p.Up(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: %w", err)
+		return "", fmt.Errorf("postgres: migrate: %w", err)
 	}
 	for _, r := range res {
 		log.Info("postgres migration applied", zap.String("schema", schema), zap.Int64("version", r.Source.Version), zap.Duration("took", r.Duration))
 	}
-	return nil
+	return schema, nil
 }
 
 // Kind reports "postgres".

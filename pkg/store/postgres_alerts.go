@@ -257,9 +257,9 @@ func (p *Postgres) FinishInvestigation(ctx context.Context, inv Investigation) e
 			WHERE id=$1 RETURNING id, fingerprint),
 		freed AS (UPDATE alert_state SET in_flight=false WHERE in_flight AND investigation_id IN (SELECT id FROM inv) RETURNING 1)
 		SELECT fingerprint, CASE WHEN octet_length(fingerprint) < $10 THEN
-				pg_notify('`+peerChannel+`', json_build_object('r', $9::text, 'k', fingerprint, 'i', id, 'e', true)::text) END
+				pg_notify('`+peerChannel+`', json_build_object('r', $9::text, 's', $11::text, 'k', fingerprint, 'i', id, 'e', true)::text) END
 		FROM inv, pg_notify('`+stateChannel+`', $8 || fingerprint)`,
-		inv.ID, inv.Status, fj, inv.Answer, inv.Error, inv.FinishedAt, inv.RunID, p.notifyArg(""), p.replicaID, maxPeerPayload-200).Scan(&fp, nil)
+		inv.ID, inv.Status, fj, inv.Answer, inv.Error, inv.FinishedAt, inv.RunID, p.notifyArg(""), p.replicaID, maxPeerPayload-200, p.schema).Scan(&fp, nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("investigation %s: %w", inv.ID, ErrNotFound)
 	}

@@ -41,8 +41,11 @@ type PeerNote struct {
 	At   time.Time
 }
 
+// peerWire is a note on the wire. NOTIFY reaches every schema of the
+// database: a note names its schema, and another schema's is ignored.
 type peerWire struct {
 	Replica       string    `json:"r"`
+	Schema        string    `json:"s"`
 	Key           string    `json:"k,omitempty"`
 	Alert         string    `json:"a,omitempty"`
 	Investigation string    `json:"i,omitempty"`
@@ -84,7 +87,7 @@ func (p *Postgres) AnnouncePeers(ctx context.Context, n PeerNote) error {
 }
 
 func (p *Postgres) peerArg(n PeerNote) (string, bool) {
-	b, err := json.Marshal(peerWire{Replica: p.replicaID, Key: n.Key, Alert: n.Alert, Investigation: n.Investigation,
+	b, err := json.Marshal(peerWire{Replica: p.replicaID, Schema: p.schema, Key: n.Key, Alert: n.Alert, Investigation: n.Investigation,
 		Ended: n.Ended, Node: n.Node, At: n.At})
 	if err != nil || len(b) > maxPeerPayload {
 		return "", false
@@ -107,7 +110,7 @@ func (p *Postgres) queuePeerNote(b *pgx.Batch, key string, d AlertDecision) {
 // read (a later version's) is ignored.
 func (p *Postgres) heardPeer(payload string) {
 	var w peerWire
-	if json.Unmarshal([]byte(payload), &w) != nil || w.Replica == p.replicaID {
+	if json.Unmarshal([]byte(payload), &w) != nil || w.Replica == p.replicaID || w.Schema != p.schema {
 		return
 	}
 	p.peers.deliver(PeerNote{Key: w.Key, Alert: w.Alert, Investigation: w.Investigation, Ended: w.Ended, Node: w.Node, At: w.At})

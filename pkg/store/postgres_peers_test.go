@@ -14,8 +14,9 @@ import (
 // TestPeersHearEachOther: what one replica's store decides and announces
 // reaches the other's HearPeers (a Switch's, through the Postgres it
 // opened) in commit order — a dispatch, a join, a lost node, the end —
-// while a repeat and a key too long for a notification send nothing, and
-// no replica hears itself.
+// while a repeat and a key too long for a notification send nothing, no
+// replica hears itself, and none hears a replica of another schema
+// (NOTIFY reaches the whole database).
 func TestPeersHearEachOther(t *testing.T) {
 	t.Parallel()
 	pgtest.Need(t)
@@ -55,6 +56,10 @@ func TestPeersHearEachOther(t *testing.T) {
 			return d, st
 		}
 	}
+	other, err := OpenPostgres(ctx, pgtest.Schema(t, "kc"), zaptest.NewLogger(t), WithFlushInterval(time.Second))
+	mustNil(t, err)
+	t.Cleanup(other.Close)
+	mustNil(t, other.AnnouncePeers(ctx, PeerNote{Node: "node-7", At: time.Now()})) // before a's: b would hear it first
 	const key = "shop/Deployment/api"
 	first, err := a.ApplyAlert(ctx, key, "noor", member("pod-1", false), nil)
 	mustNil(t, err)
