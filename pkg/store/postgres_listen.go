@@ -55,7 +55,7 @@ func (p *Postgres) listenLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		p.log.Warn("not listening for other replicas' alert-state changes: remembered states serve for the flush interval only",
+		p.log.Warn("not listening for other replicas' alert-state changes: remembered states serve for the flush interval only, and their incidents' new alerts are deduped here, not joined",
 			zap.Error(err), zap.Duration("retry_in", wait))
 		select {
 		case <-ctx.Done():
