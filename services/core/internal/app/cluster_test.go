@@ -58,3 +58,33 @@ func TestTwoClustersBehindOneCore(t *testing.T) {
 		t.Fatalf("investigations by incident → agent: %v", agents)
 	}
 }
+
+// TestLostNodeStaysInItsCluster: a node lost in one cluster gathers that
+// cluster's pods on it, not another cluster's pods on a node of the same
+// name (node names such as ip-10-0-1-5 repeat across clusters).
+func TestLostNodeStaysInItsCluster(t *testing.T) {
+	t.Parallel()
+	eu := agenttest.New(t, "platform-sre")
+	c := newCore(t, coreOpts{quiet: true, peers: map[string]string{"eu-west/platform-sre": eu.URL()}})
+	node := alert("eu-node7-notready", "KubeNodeNotReady", "monitoring", "firing")
+	node["labels"].(map[string]string)["node"] = "node-7"
+	node["labels"].(map[string]string)["cluster"] = "eu-west"
+	if n := count(postGroup(t, c.URL, `{}:{alertname="KubeNodeNotReady"}`, node)); n["dispatched"] != 1 {
+		t.Fatalf("eu-west node alert: %v", n)
+	}
+	euPod := podAlert("KubePodNotReady", "shop", podName("web", 1), "node-7", "warning")
+	euPod["labels"].(map[string]string)["cluster"] = "eu-west"
+	if a := postGroup(t, c.URL, `{}:{namespace="shop"}`, euPod); a.Decisions[0].Decision != "joined" ||
+		!strings.Contains(a.Decisions[0].Reason, "incident eu-west/node/node-7") {
+		t.Fatalf("eu-west pod on the lost node: %+v, want joined to eu-west/node/node-7", a.Decisions[0])
+	}
+	// Two pods of two Deployments on the home cluster's node-7, which is
+	// not lost: two incidents keyed by their owners (the second queued
+	// behind the first), not one node incident.
+	home := postGroup(t, c.URL, `{}:{namespace="shop"}`,
+		podAlert("KubePodNotReady", "shop", podName("web", 2), "node-7", "warning"),
+		podAlert("KubePodNotReady", "shop", podName("worker", 2), "node-7", "warning"))
+	if n := count(home); n["dispatched"] != 1 || n["busy"] != 1 {
+		t.Fatalf("home cluster's pods on its own node-7: %+v, want two incidents (dispatched, busy)", home.Decisions)
+	}
+}

@@ -244,7 +244,7 @@ func TestTwoReplicasShareALostNode(t *testing.T) {
 	}
 	inv := first.Decisions[0].InvestigationID
 	waitFor(t, 10*time.Second, "B to hear node-7 is lost and its investigation", func() bool {
-		return b.Pipeline().NodeLost("node-7") && b.Pipeline().Members("node/node-7", inv) == 1
+		return b.Pipeline().NodeLost("", "node-7") && b.Pipeline().Members("node/node-7", inv) == 1
 	})
 	for i := range 10 {
 		ns := fmt.Sprintf("team-%02d", i)

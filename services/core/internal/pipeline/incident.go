@@ -74,13 +74,18 @@ func (p *Pipeline) incidents(ctx context.Context, m webhook.Message, problems []
 	if c.Uses(route.KeyNode) {
 		for i, a := range m.Alerts {
 			if problems[i] == "" && a.Status == "firing" && a.Labels["node"] != "" && c.NodeLevel(a.Alertname()) {
-				if p.nodes.mark(a.Labels["node"], now) {
-					p.announceNode(ctx, a.Labels["node"], now)
+				cluster, _ := p.o.Clusters.Of(a.Labels)
+				if mk := nodeMark(cluster, a.Labels["node"]); p.nodes.mark(mk, now) {
+					p.announceNode(ctx, mk, now)
 				}
 			}
 		}
 	}
-	down := func(n string) bool { return p.nodes.down(n, now, p.o.Routes.Default.Cooldown) }
+	// down asks whether a node of downFor's cluster is lost; made again
+	// only when the cluster changes between alerts (one per webhook, as a
+	// rule).
+	var down func(string) bool
+	downFor := ""
 	out := make([]*incident, len(m.Alerts))
 	byKey := map[string]*incident{}
 	for i, a := range m.Alerts {
@@ -94,6 +99,10 @@ func (p *Pipeline) incidents(ctx context.Context, m webhook.Message, problems []
 				cluster, "cluster", strings.Join(p.o.Clusters.Others, ", "), p.o.Clusters.Default)
 		}
 		t.Agent = Agent(cluster, t.Agent)
+		if down == nil || cluster != downFor {
+			downFor = cluster
+			down = func(n string) bool { return p.nodes.down(nodeMark(cluster, n), now, p.o.Routes.Default.Cooldown) }
+		}
 		key := "alert/" + a.Fingerprint
 		if !t.Ignored { // an ignored alert never joins a real incident
 			key = c.Key(m.GroupKey, a.Fingerprint, a.Labels, down)
@@ -253,6 +262,16 @@ func (r *running) end(key, inv string) {
 	if s, ok := r.m[key]; ok && s.inv == inv {
 		delete(r.m, key)
 	}
+}
+
+// nodeMark names a node within its cluster ("" for the default one): the
+// lost-node marks are per cluster, since two clusters may both have a node
+// ip-10-0-1-5. Node names hold no "/", so the name is unambiguous.
+func nodeMark(cluster, node string) string {
+	if cluster == "" {
+		return node
+	}
+	return cluster + "/" + node
 }
 
 // maxNodes bounds the lost nodes remembered.

@@ -40,7 +40,8 @@ func (p *Pipeline) Heard(n store.PeerNote) {
 	}
 }
 
-// announceNode tells the other replicas node was marked lost at at. A
+// announceNode tells the other replicas node (its nodeMark) was marked
+// lost at at. A
 // failure is logged: they key its pods by owner meanwhile.
 func (p *Pipeline) announceNode(ctx context.Context, node string, at time.Time) {
 	if p.o.Peers == nil {
@@ -55,8 +56,9 @@ func (p *Pipeline) announceNode(ctx context.Context, node string, at time.Time) 
 // process knows are part of it (0: none, or not known here).
 func (p *Pipeline) Members(key, inv string) int { return p.running.members(key, inv) }
 
-// NodeLost reports whether node is marked lost here (by a node-level alert
-// this process decided, or another replica's note) within the cooldown.
-func (p *Pipeline) NodeLost(node string) bool {
-	return p.nodes.down(node, p.o.Now(), p.o.Routes.Default.Cooldown)
+// NodeLost reports whether node of cluster ("" for the default one) is
+// marked lost here (by a node-level alert this process decided, or another
+// replica's note) within the cooldown.
+func (p *Pipeline) NodeLost(cluster, node string) bool {
+	return p.nodes.down(nodeMark(cluster, node), p.o.Now(), p.o.Routes.Default.Cooldown)
 }

@@ -74,7 +74,11 @@ func TestNodeMarks(t *testing.T) {
 	}
 	p := New(Options{Routes: &route.Routes{Default: route.Rule{Cooldown: 30 * time.Minute}}, Now: func() time.Time { return t0.Add(time.Minute) }})
 	p.Heard(store.PeerNote{Node: "node-3", At: t0})
-	if !p.NodeLost("node-3") || p.NodeLost("node-4") {
+	if !p.NodeLost("", "node-3") || p.NodeLost("", "node-4") {
 		t.Error("node-3 heard lost should be lost here, node-4 not")
+	}
+	p.Heard(store.PeerNote{Node: nodeMark("eu-west", "node-5"), At: t0})
+	if !p.NodeLost("eu-west", "node-5") || p.NodeLost("us-east", "node-5") || p.NodeLost("", "node-5") {
+		t.Error("node-5 heard lost in eu-west should be lost there only")
 	}
 }
