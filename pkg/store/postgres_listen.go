@@ -43,6 +43,11 @@ func (p *Postgres) forgetStates() {
 	}
 }
 
+// Listening reports whether this replica hears the others now: a state
+// another replica writes is forgotten here, and its incident notes arrive
+// (a replica starting up hears nothing sent before it listens).
+func (p *Postgres) Listening() bool { return p.rep != nil && p.rep.listening.Load() }
+
 // listenLoop keeps one connection listening until ctx ends.
 func (p *Postgres) listenLoop(ctx context.Context) {
 	r := p.rep

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -180,8 +181,12 @@ func TestKill9DuringStormLosesNoStateChange(t *testing.T) {
 		fps[i] = fmt.Sprintf("storm%02d", i)
 	}
 
-	// Run 1: a storm, then kill -9 in the middle of it.
-	c1 := startChild(t, env)
+	// Run 1: a storm, then kill -9 in the middle of it. Its backends are
+	// named, to wait for them to end after the kill.
+	const run1 = "kubecrew-kill-run1"
+	env1 := maps.Clone(env)
+	env1["DATABASE_URL"] = pgtest.WithApplicationName(t, url, run1)
+	c1 := startChild(t, env1)
 	t1 := &tally{changes: map[string]int{}}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -208,6 +213,9 @@ func TestKill9DuringStormLosesNoStateChange(t *testing.T) {
 	<-c1.Exited
 	close(stop)
 	<-done
+	// What the killed core had sent may still commit (a batch up to its
+	// COMMIT, behind a lock): count once its backends have ended.
+	pgtest.WaitBackendsGone(t, run1, 60*time.Second)
 
 	st, err := store.OpenPostgres(context.Background(), url, nil, store.WithFlushInterval(0))
 	if err != nil {
@@ -260,8 +268,8 @@ func TestKill9DuringStormLosesNoStateChange(t *testing.T) {
 	all := dbDecisions(t, st)
 	after2, _ := sum(all)
 	if after2 != after1+t2.decided {
-		t.Errorf("after a graceful stop Postgres counts %d decisions, want %d (%d before + %d answered): the shutdown flush lost some",
-			after2, after1+t2.decided, after1, t2.decided)
+		t.Errorf("after a graceful stop Postgres counts %d decisions, want %d (%d before + %d answered): the shutdown flush lost some (last storm error: %v)",
+			after2, after1+t2.decided, after1, t2.decided, t2.lastError)
 	}
 	for k := range t2.changes {
 		if strings.HasPrefix(k, store.DecisionDispatched+" ") && changes1[k] > 0 {

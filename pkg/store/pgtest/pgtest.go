@@ -86,3 +86,49 @@ func exec(t testing.TB, base, sql string) {
 		t.Errorf("%s: %v", sql, err)
 	}
 }
+
+// WithApplicationName returns u with application_name set to name, so the
+// backends of one client process can be told apart in pg_stat_activity.
+func WithApplicationName(t testing.TB, u, name string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := p.Query()
+	q.Set("application_name", name)
+	p.RawQuery = q.Encode()
+	return p.String()
+}
+
+// WaitBackendsGone waits until no backend of application_name name is
+// left. A client killed with SIGKILL leaves its backends running what it
+// had already sent (a pipelined batch up to its COMMIT, say, held behind
+// a lock): they may still commit after the client is gone, and only a
+// backend that has ended has nothing left to write.
+func WaitBackendsGone(t testing.TB, name string, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, BaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, name).Scan(&n); err != nil {
+			t.Fatalf("waiting for the backends of %s to end: %v", name, err)
+		}
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d backend(s) of %s still there after %s", n, name, within)
+		case <-tick.C:
+		}
+	}
+}

@@ -66,6 +66,11 @@ func TestLostNodeStaysInItsCluster(t *testing.T) {
 	t.Parallel()
 	eu := agenttest.New(t, "platform-sre")
 	c := newCore(t, coreOpts{quiet: true, peers: map[string]string{"eu-west/platform-sre": eu.URL()}})
+	// Both agents hold their runs: the node's investigation is still in
+	// flight when its pods arrive, and the home cluster's slot stays taken.
+	euGate, homeGate := eu.Gate(), c.Agent.Gate()
+	defer close(euGate)
+	defer close(homeGate)
 	node := alert("eu-node7-notready", "KubeNodeNotReady", "monitoring", "firing")
 	node["labels"].(map[string]string)["node"] = "node-7"
 	node["labels"].(map[string]string)["cluster"] = "eu-west"

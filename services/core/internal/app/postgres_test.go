@@ -43,6 +43,13 @@ func replica(t testing.TB, dsn string, agent *agenttest.Agent) *testCore {
 		t.Fatal(err)
 	}
 	st := openPG(t, dsn)
+	// Notes sent before a replica listens never reach it: the tests
+	// start deciding once both hear each other.
+	for deadline := time.Now().Add(10 * time.Second); !st.Listening(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the replica's store is not listening after 10s")
+		}
+	}
 	core, err := app.New(cfg, nil, app.Deps{Store: st, Log: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)), MaintainEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)
