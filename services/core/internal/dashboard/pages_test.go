@@ -82,16 +82,7 @@ func TestPagesRender(t *testing.T) {
 				t.Errorf("CSP %q", csp)
 			}
 			text := html.UnescapeString(body) // html/template writes + as &#43;
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("GET %s lacks %q", tc.path, w)
-				}
-			}
-			for _, w := range tc.not {
-				if strings.Contains(body, w) {
-					t.Errorf("GET %s has %q", tc.path, w)
-				}
-			}
+			checkPage(t, tc.path, text, body, tc.want, tc.not)
 			if t.Failed() {
 				t.Logf("body:\n%s", body)
 			}
@@ -144,16 +135,7 @@ func TestFiringStormRenders(t *testing.T) {
 			if code != 200 {
 				t.Fatalf("GET %s = %d\n%s", tc.path, code, body)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(text, w) {
-					t.Errorf("GET %s lacks %q", tc.path, w)
-				}
-			}
-			for _, w := range tc.not {
-				if strings.Contains(text, w) {
-					t.Errorf("GET %s has %q", tc.path, w)
-				}
-			}
+			checkPage(t, tc.path, text, text, tc.want, tc.not)
 		})
 	}
 	if code, body, _ := get(t, f.URL+"/alerts?state=pending"); code != 400 || !strings.Contains(body, "want firing") {
@@ -213,5 +195,21 @@ func TestPullRequestsFromTheForge(t *testing.T) {
 	prs = section(t, body, "prs")
 	if !strings.Contains(prs, `code-reviewer <span class="error">could not be asked (down)</span>`) || !strings.Contains(prs, pull(7)) {
 		t.Errorf("with Vera down the PR table:\n%s", prs)
+	}
+}
+
+// checkPage reports each of want that page path's text lacks and each of
+// not that body (the text, or the HTML as served) holds.
+func checkPage(t *testing.T, path, text, body string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("GET %s lacks %q", path, w)
+		}
+	}
+	for _, w := range not {
+		if strings.Contains(body, w) {
+			t.Errorf("GET %s has %q", path, w)
+		}
 	}
 }
