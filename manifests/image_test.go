@@ -88,9 +88,19 @@ func TestImageMatchesDockerfile(t *testing.T) {
 
 var (
 	imageOnce sync.Once
+	imageDir  string // removed by TestMain: the binaries, layout, tarball and rootfs (~300 MB)
 	imageRoot string
 	imageErr  error
 )
+
+// TestMain removes what imageRootfs built once every test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if imageDir != "" {
+		_ = os.RemoveAll(imageDir)
+	}
+	os.Exit(code)
+}
 
 // imageRootfs builds the image for this machine's platform from the static
 // binaries ($KUBECREW_AGENT_BIN/$KUBECREW_CORE_BIN, which
@@ -105,6 +115,7 @@ func imageRootfs(t testing.TB) string {
 			imageErr = err
 			return
 		}
+		imageDir = dir
 		p := image.Platform{OS: "linux", Arch: runtime.GOARCH}
 		bins := func(image.Platform) (map[string]string, error) {
 			a, c := os.Getenv("KUBECREW_AGENT_BIN"), os.Getenv("KUBECREW_CORE_BIN")
