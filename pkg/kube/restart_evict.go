@@ -123,8 +123,8 @@ func (c *Client) evictOne(ctx context.Context, p corev1.Pod) error {
 			return fmt.Errorf("a PodDisruptionBudget blocks evicting pod %s: the API server answered 429 %q to %d tries over %s",
 				p.Name, statusText(err), tries, c.evictTimeout)
 		}
-		if err := c.pause(ctx); err != nil {
-			return fmt.Errorf("evicting pod %s (the PodDisruptionBudget refused %d times: %s): %w", p.Name, tries, statusText(err), err)
+		if perr := c.pause(ctx); perr != nil {
+			return fmt.Errorf("evicting pod %s (the PodDisruptionBudget refused %d times: %s): %w", p.Name, tries, statusText(err), perr)
 		}
 	}
 }
@@ -170,7 +170,7 @@ func (c *Client) awaitReplacements(ctx context.Context, obj runtime.Object, orig
 		}
 		var ready []corev1.Pod
 		for _, p := range pods {
-			if !orig[p.UID] && podServing(p) {
+			if !orig[p.UID] && podIsReady(&p) { // workloadPods leaves out pods being deleted
 				ready = append(ready, p)
 			}
 		}
@@ -184,18 +184,6 @@ func (c *Client) awaitReplacements(ctx context.Context, obj runtime.Object, orig
 			return "", fmt.Errorf("waiting for a Ready replacement: %w", err)
 		}
 	}
-}
-
-func podServing(p corev1.Pod) bool {
-	if p.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // workloadPods lists the pods the workload controls and that are not being

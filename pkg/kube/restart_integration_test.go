@@ -124,7 +124,7 @@ func (w *readyWatch) observe() {
 	defer w.mu.Unlock()
 	ready, going := 0, 0
 	for name, p := range w.pods {
-		if podServing(*p) {
+		if p.DeletionTimestamp == nil && podIsReady(p) {
 			ready++
 		}
 		if w.orig[name] && p.DeletionTimestamp != nil {
@@ -175,7 +175,7 @@ func TestIntegrationRestartByEvictionRespectsPDB(t *testing.T) {
 		if w.orig[name] && p.DeletionTimestamp == nil {
 			t.Errorf("original pod %s was not restarted", name)
 		}
-		if !w.orig[name] && podServing(*p) {
+		if !w.orig[name] && p.DeletionTimestamp == nil && podIsReady(p) {
 			live++
 		}
 	}
