@@ -75,7 +75,7 @@ func (p *Pipeline) incidents(ctx context.Context, m webhook.Message, problems []
 		for i, a := range m.Alerts {
 			if problems[i] == "" && a.Status == "firing" && a.Labels["node"] != "" && c.NodeLevel(a.Alertname()) {
 				cluster, _ := p.o.Clusters.Of(a.Labels)
-				if mk := nodeMark(cluster, a.Labels["node"]); p.nodes.mark(mk, now) {
+				if mk := Agent(cluster, a.Labels["node"]); p.nodes.mark(mk, now) {
 					p.announceNode(ctx, mk, now)
 				}
 			}
@@ -101,7 +101,7 @@ func (p *Pipeline) incidents(ctx context.Context, m webhook.Message, problems []
 		t.Agent = Agent(cluster, t.Agent)
 		if down == nil || cluster != downFor {
 			downFor = cluster
-			down = func(n string) bool { return p.nodes.down(nodeMark(cluster, n), now, p.o.Routes.Default.Cooldown) }
+			down = func(n string) bool { return p.nodes.down(Agent(cluster, n), now, p.o.Routes.Default.Cooldown) }
 		}
 		key := "alert/" + a.Fingerprint
 		if !t.Ignored { // an ignored alert never joins a real incident
@@ -264,17 +264,9 @@ func (r *running) end(key, inv string) {
 	}
 }
 
-// nodeMark names a node within its cluster ("" for the default one): the
-// lost-node marks are per cluster, since two clusters may both have a node
-// ip-10-0-1-5. Node names hold no "/", so the name is unambiguous.
-func nodeMark(cluster, node string) string {
-	if cluster == "" {
-		return node
-	}
-	return cluster + "/" + node
-}
-
-// maxNodes bounds the lost nodes remembered.
+// maxNodes bounds the lost nodes remembered. A node is marked by its
+// cluster and name, qualified as Agent qualifies a slug: two clusters may
+// both have a node ip-10-0-1-5 (node names hold no "/").
 const maxNodes = 1024
 
 // nodes remembers nodes a node-level alert fired for, here or on another

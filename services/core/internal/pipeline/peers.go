@@ -40,7 +40,7 @@ func (p *Pipeline) Heard(n store.PeerNote) {
 	}
 }
 
-// announceNode tells the other replicas node (its nodeMark) was marked
+// announceNode tells the other replicas node (Agent(cluster, node)) was marked
 // lost at at. A
 // failure is logged: they key its pods by owner meanwhile.
 func (p *Pipeline) announceNode(ctx context.Context, node string, at time.Time) {
@@ -60,5 +60,5 @@ func (p *Pipeline) Members(key, inv string) int { return p.running.members(key, 
 // marked lost here (by a node-level alert this process decided, or another
 // replica's note) within the cooldown.
 func (p *Pipeline) NodeLost(cluster, node string) bool {
-	return p.nodes.down(nodeMark(cluster, node), p.o.Now(), p.o.Routes.Default.Cooldown)
+	return p.nodes.down(Agent(cluster, node), p.o.Now(), p.o.Routes.Default.Cooldown)
 }

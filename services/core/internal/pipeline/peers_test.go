@@ -77,7 +77,7 @@ func TestNodeMarks(t *testing.T) {
 	if !p.NodeLost("", "node-3") || p.NodeLost("", "node-4") {
 		t.Error("node-3 heard lost should be lost here, node-4 not")
 	}
-	p.Heard(store.PeerNote{Node: nodeMark("eu-west", "node-5"), At: t0})
+	p.Heard(store.PeerNote{Node: Agent("eu-west", "node-5"), At: t0})
 	if !p.NodeLost("eu-west", "node-5") || p.NodeLost("us-east", "node-5") || p.NodeLost("", "node-5") {
 		t.Error("node-5 heard lost in eu-west should be lost there only")
 	}

@@ -150,14 +150,16 @@ func Task(a webhook.Alert, inc members) string {
 
 // Bounds on what the core keeps of one alert — the body queued while its
 // agent is busy, and the copy stored with its investigation: each
-// annotation at most MaxAnnotation bytes, all of them at most
+// annotation name at most MaxAnnotationName bytes and value at most
+// MaxAnnotation, all of them at most
 // MaxAnnotations, the generator URL at most MaxGeneratorURL. Labels are
 // bounded by webhook.Alert.Problem. 300 queued alerts with 0.9 MB
 // annotations once took a core from 17 to 411 MB.
 const (
-	MaxAnnotation   = 2 << 10
-	MaxAnnotations  = 8 << 10
-	MaxGeneratorURL = 2 << 10
+	MaxAnnotationName = 256
+	MaxAnnotation     = 2 << 10
+	MaxAnnotations    = 8 << 10
+	MaxGeneratorURL   = 2 << 10
 )
 
 // Bound returns a copy of a within the bounds above. A cut value ends in
@@ -192,7 +194,7 @@ func Bound(a webhook.Alert) webhook.Alert {
 	out, total, dropped := make(map[string]string, len(keys)), 0, 0
 	for _, k := range keys {
 		v := cut(a.Annotations[k], MaxAnnotation)
-		kk := cut(k, 256)
+		kk := cut(k, MaxAnnotationName)
 		if total+len(kk)+len(v) > MaxAnnotations {
 			dropped++
 			continue
@@ -211,7 +213,7 @@ func Bound(a webhook.Alert) webhook.Alert {
 func withinBounds(annotations map[string]string) bool {
 	total := 0
 	for k, v := range annotations {
-		if len(k) > 256 || len(v) > MaxAnnotation {
+		if len(k) > MaxAnnotationName || len(v) > MaxAnnotation {
 			return false
 		}
 		total += len(k) + len(v)
