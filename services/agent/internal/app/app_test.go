@@ -290,3 +290,22 @@ func TestSolReadOnlySaysSoInWords(t *testing.T) {
 		t.Errorf("verdict %q, answer %q; want refused, in words", res.Verdict, res.Answer)
 	}
 }
+
+// TestGitHubAppHalfConfigured: an installation id without its App id is a
+// start-up error naming what a GitHub App needs, not a silent fallback to
+// GITHUB_TOKEN.
+func TestGitHubAppHalfConfigured(t *testing.T) {
+	cfg, err := config.Load(envOf(map[string]string{"AGENT_PERSONA": "sol", "GITOPS_FORGE": "github", "GITOPS_REPO": "acme/gitops",
+		"GITHUB_TOKEN": "ghp_unused", "GITHUB_APP_INSTALLATION_ID": "42", "GITHUB_APP_PRIVATE_KEY_FILE": "/var/run/kubecrew/github/key.pem"}), app.LoadPersona)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(context.Background(), cfg, app.Options{})
+	if err == nil {
+		_ = a.Shutdown(context.Background())
+		t.Fatal("an App installation id without GITHUB_APP_ID started, acting with GITHUB_TOKEN")
+	}
+	if !strings.Contains(err.Error(), "GITHUB_APP_ID") {
+		t.Fatalf("error %q does not say GITHUB_APP_ID is missing", err)
+	}
+}

@@ -62,7 +62,10 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 	}
 
 	var app gitops.GitHubApp
-	if cfg.GitHubAppID != 0 { // the key file is read only for an App (the manifests always name its path)
+	// An App when either of its ids is set (NewForge says which part is
+	// missing); the key file alone is no App: the manifests always name
+	// its path.
+	if cfg.GitHubAppID != 0 || cfg.GitHubAppInstall != 0 {
 		app = gitops.GitHubApp{AppID: int64(cfg.GitHubAppID), InstallationID: int64(cfg.GitHubAppInstall), PrivateKeyFile: cfg.GitHubAppKeyFile}
 	}
 	forge, err := gitops.NewForge(gitops.ForgeSettings{Kind: cfg.GitOpsForge, Repo: cfg.GitOpsRepo, Branch: cfg.GitOpsBranch,

@@ -88,10 +88,10 @@ func firstLine(s string) string {
 	return cutMiddle(s, 300, func(cut int) string { return fmt.Sprintf("[… %d cut …]", cut) })
 }
 
-// fallbackStatus is the status of a run whose playbook answered for the
-// model and returned err: a playbook that did its task in part (Partial)
-// leaves the run partial, its answer and findings kept; any other error
-// fails it.
+// fallbackStatus is the status of a run whose playbook returned err (run
+// without a model, or answering for it): a playbook that did its task in
+// part (Partial) leaves the run partial, its answer and findings kept; any
+// other error fails it.
 func fallbackStatus(err error) string {
 	if p := (*Partial)(nil); errors.As(err, &p) {
 		return api.StatusPartial

@@ -35,10 +35,7 @@ func (e *Engine) runDeterministic(ctx context.Context, r *Run) outcome {
 		return outcome{status: api.StatusFailed, answer: msg, verdict: "unsupported", err: errors.New(msg)}
 	}
 	if err := e.opts.Playbook.Run(ctx, r); err != nil {
-		if p := (*Partial)(nil); errors.As(err, &p) {
-			return outcome{status: api.StatusPartial, err: err}
-		}
-		return outcome{status: api.StatusFailed, err: err}
+		return outcome{status: fallbackStatus(err), err: err}
 	}
 	return outcome{status: api.StatusCompleted}
 }
