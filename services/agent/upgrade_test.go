@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/gitops"
 	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 	"github.com/kubecrew/kubecrew/pkg/upgradetest"
+	"github.com/kubecrew/kubecrew/services/agent/internal/sandbox"
 )
 
 // agentGet answers GET path on p: the status and the body.
@@ -112,17 +112,7 @@ func TestUpgradeSideBySide(t *testing.T) {
 	}
 	oldBin := upgradetest.Build(t, root, prev, "services/agent")
 	repo := filepath.Join(t.TempDir(), "gitops.git")
-	files := map[string][]byte{}
-	fixtures := filepath.Join(root, "hack", "fixtures", "gitops")
-	err = filepath.WalkDir(fixtures, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(fixtures, p)
-		files[filepath.ToSlash(rel)] = b
-		return err
-	})
+	files, err := sandbox.PlantedFiles(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,17 +254,8 @@ func TestKill9DuringStormLosesNoStateChange(t *testing.T) {
 	if t2.webhooks == 0 {
 		t.Fatalf("no webhook answered after the restart: %v\n%s", t2.lastError, c2.Stderr())
 	}
-	if err := c2.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-c2.Exited:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("core did not stop on SIGTERM:\n%s", c2.Stderr())
-	}
-	if code := c2.Cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("exit %d after SIGTERM:\n%s", code, c2.Stderr())
-	}
+	c2.Name = "restarted core"
+	c2.Stop(t)
 	all := dbDecisions(t, st)
 	after2, _ := sum(all)
 	if after2 != after1+t2.decided {

@@ -21,8 +21,8 @@ import (
 // review config), copied next to the fixtures.
 const PlantedDir = "hack/fixtures/gitops"
 
-// plantedFiles reads PlantedDir under root as repository path → content.
-func plantedFiles(root string) (map[string][]byte, error) {
+// PlantedFiles reads PlantedDir under root as repository path → content.
+func PlantedFiles(root string) (map[string][]byte, error) {
 	dir := filepath.Join(root, PlantedDir)
 	out := map[string][]byte{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -44,7 +44,7 @@ func initRepo(o Options, manifestPath string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	files, err := plantedFiles(o.Root)
+	files, err := PlantedFiles(o.Root)
 	if err != nil {
 		return "", err
 	}
