@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -49,19 +50,29 @@ var scrapeLabels = []string{"namespace", "service", "pod", "container", "endpoin
 // WrapRegistererWith labels), and the kube-state-metrics series above.
 func fleetChecker(t *testing.T) promqlcheck.Checker {
 	t.Helper()
+	all, err := fleetSeries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return promqlcheck.Checker{Series: all, Target: scrapeLabels}
+}
+
+// fleetSeries reads the binaries' sources once per test binary (the
+// tests that check queries share it; nothing adds to it afterwards).
+var fleetSeries = sync.OnceValues(func() (promqlcheck.Metrics, error) {
 	all := promqlcheck.Metrics{}
 	for _, bin := range []string{"agent", "core"} {
 		m, err := promqlcheck.ScanGo(filepath.Join(repoRoot, "services", bin), filepath.Join(repoRoot, "pkg"))
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		all.Merge(m)
 	}
 	for s, ls := range kubeStateMetrics {
 		all.Add(s, ls...)
 	}
-	return promqlcheck.Checker{Series: all, Target: scrapeLabels}
-}
+	return all, nil
+})
 
 // grafanaVars are Grafana's own range variables, given a value so the
 // expression parses as Prometheus will receive it.
