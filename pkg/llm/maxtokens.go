@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"errors"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -23,13 +24,14 @@ const (
 	capNone
 )
 
-// initialCapField is the field to start with for model: go-openai would
-// refuse max_tokens for the reasoning models it knows.
+// initialCapField is the field to start with for model: go-openai
+// refuses max_tokens, before sending, for the reasoning models it knows —
+// asked of its own validator, so the list is the library's.
 func initialCapField(model string) int {
-	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
-		if strings.HasPrefix(model, p) {
-			return capMaxCompletionTokens
-		}
+	//lint:ignore SA1019 the question is whether the library refuses max_tokens for model
+	err := openai.NewReasoningValidator().Validate(openai.ChatCompletionRequest{Model: model, MaxTokens: 1})
+	if errors.Is(err, openai.ErrReasoningModelMaxTokensDeprecated) {
+		return capMaxCompletionTokens
 	}
 	return capMaxTokens
 }

@@ -61,3 +61,18 @@ func TestServerMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestInitialCapField: the models go-openai refuses max_tokens for (its
+// own validator decides) start with max_completion_tokens; any other
+// model, a deployment name included, with max_tokens.
+func TestInitialCapField(t *testing.T) {
+	for model, want := range map[string]int{
+		"o1-mini": capMaxCompletionTokens, "o3-mini": capMaxCompletionTokens, "o4-mini": capMaxCompletionTokens,
+		"gpt-5": capMaxCompletionTokens, "gpt-6-sol": capMaxCompletionTokens, "gpt-6-astra": capMaxCompletionTokens,
+		"gpt-4o": capMaxTokens, "qwen2.5-coder": capMaxTokens, "deployment-x": capMaxTokens,
+	} {
+		if got := initialCapField(model); got != want {
+			t.Errorf("initialCapField(%q) = %s, want %s", model, capFieldName(got), capFieldName(want))
+		}
+	}
+}
