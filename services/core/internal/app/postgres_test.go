@@ -264,7 +264,8 @@ func TestTwoReplicasShareALostNode(t *testing.T) {
 			}
 		}
 	}
-	// A repeat of a pod on A, which heard B's joins, is deduped.
+	// A repeat of a pod on A, once it has heard B's 20 joins, is deduped.
+	waitFor(t, 10*time.Second, "A to hear B's joins", func() bool { return a.Pipeline().Members("node/node-7", inv) == 21 })
 	if d := postGroup(t, urlA, `{}:{namespace="team-03"}`, podAlert("KubePodNotReady", "team-03", podName("web", 3), "node-7", "warning")).Decisions; d[0].Decision != "deduped" {
 		t.Fatalf("repeat on A: %+v, want deduped", d)
 	}
