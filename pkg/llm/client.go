@@ -298,7 +298,7 @@ func (c *Client) classify(ctx, actx context.Context, cause error, r *route, st *
 	}
 	if err == nil {
 		if len(resp.Choices) == 0 {
-			return mk(KindInvalidResponse, fmt.Sprintf("invalid response from %s: no choices in the answer", r.label), nil)
+			return mk(KindInvalidResponse, fmt.Sprintf("invalid response from %s: no choices in the answer (an empty \"choices\" list: the server or a gateway before it dropped the model's answer, e.g. a content filter)", r.label), nil)
 		}
 		return nil
 	}

@@ -63,6 +63,10 @@ func (w *wireDoer) Do(req *http.Request) (*http.Response, error) {
 	if e := w.classify(resp, body); e != nil {
 		return nil, e
 	}
+	body, err = normalizeCompletion(body)
+	if err != nil {
+		return nil, w.fail(resp.StatusCode, KindInvalidResponse, fmt.Sprintf("invalid response from %s: a chat completion in a shape no OpenAI-compatible server sends: %v", w.ep.label, err))
+	}
 	if st != nil {
 		st.reasoning = reasoningFields(body)
 	}
@@ -118,7 +122,7 @@ func (w *wireDoer) classify(resp *http.Response, body []byte) *Error {
 			return w.fail(code, KindInvalidResponse, fmt.Sprintf("invalid response from %s: HTTP %d body is not JSON: %s", label, code, snippet(body)))
 		}
 		if msg, ok := embeddedError(body); ok {
-			return w.fail(code, KindInvalidResponse, fmt.Sprintf("invalid response from %s: HTTP %d carries an error: %s", label, code, msg))
+			return w.fail(code, KindInvalidResponse, fmt.Sprintf("invalid response from %s: HTTP %d carries an error body ({\"error\": …}) instead of a chat completion: %s", label, code, msg))
 		}
 		return nil
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:

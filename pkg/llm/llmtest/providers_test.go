@@ -12,23 +12,25 @@ import (
 
 // Every provider answer is served as its file says: 2xx ones decode as a
 // chat completion with go-openai, the others carry their status, headers
-// and an error body.
+// and an error body. The 2xx quirks go-openai alone cannot read (pkg/llm's
+// TestServerShapes) decode to no choice or fail.
 func TestProviderAnswersServeAsRecorded(t *testing.T) {
 	t.Parallel()
 	names := llmtest.ProviderNames()
 	if len(names) < 10 {
 		t.Fatalf("provider answers = %v", names)
 	}
+	quirks := map[string]bool{"llamacpp_tool_args_object": true, "litellm_200_error": true, "azure_empty_choices": true}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			srv := llmtest.NewServer(t, llmtest.Provider(name))
 			resp, err := client(srv).CreateChatCompletion(context.Background(), chatReq())
-			ok := !strings.Contains(name, "_4") && !strings.Contains(name, "_5")
+			ok := !strings.Contains(name, "_4") && !strings.Contains(name, "_5") && !quirks[name]
 			if ok && (err != nil || len(resp.Choices) != 1) {
 				t.Fatalf("%s: %v %+v", name, err, resp)
 			}
-			if !ok && err == nil {
+			if !ok && err == nil && len(resp.Choices) > 0 {
 				t.Fatalf("%s answered a completion, want an error", name)
 			}
 		})

@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -114,4 +116,58 @@ func TestRateLimitWaitedNotSentToThePlaybook(t *testing.T) {
 	if n := len(r.llm.Requests()); n != 2 {
 		t.Errorf("%d requests, want 2 (429, the retry; a question answered without tools has no synthesis)", n)
 	}
+}
+
+// A run against each server's tool-call shape runs the tool and completes:
+// llama.cpp's arguments as an object (the exact bytes reach the tool), an
+// empty id, a tool call with finish_reason stop or none, LiteLLM's legacy
+// function_call. The model's answer after it comes back as sent, and the
+// tool's result goes back paired with the call's id.
+func TestToolCallShapesAcrossServers(t *testing.T) {
+	tests := []struct{ provider, id, args string }{
+		{"llamacpp_tool_args_object", "Qz6fJ0cR1mWb4TnV8sKx2LhE9aYd3PuG", `{"text": "hello"}`},
+		{"llamacpp_tool_call_no_id", "call_0_0", `{"text":"hello"}`},
+		{"openai_tool_calls", "call_Jk4mQ8rT2vX6zB0nC3pL", `{"text":"hello"}`},
+		{"ollama_tool_call_stop", "call_v2x8k1qe", `{"text":"hello"}`},
+		{"lmstudio_tool_call", "365174485", `{"text":"hello"}`},
+		{"litellm_function_call", "call_0_0", `{"text":"hello"}`},
+		{"litellm_no_finish_reason", "chatcmpl-tool-b81f3c2e6d4a4f0e", `{"text": "hello"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.provider, func(t *testing.T) {
+			r := newRig(t, rigOpts{}, llmtest.Provider(tc.provider), llmtest.Text("The echo said hello."), healthyReport)
+			res := r.run(t, api.RunRequest{Task: "say hello"})
+			if res.Status != api.StatusCompleted || res.Answer != "The echo said hello." {
+				t.Fatalf("status %s, answer %q, error %q", res.Status, res.Answer, res.Error)
+			}
+			evs := r.events(t, res.RunID)
+			calls, results := eventsOf(evs, "tool_call"), eventsOf(evs, "tool_result")
+			if len(calls) != 1 || calls[0]["id"] != tc.id || fmt.Sprint(calls[0]["args"]) != fmt.Sprint(rawOrMap(tc.args)) {
+				t.Errorf("tool calls = %v, want id %s args %s", calls, tc.id, tc.args)
+			}
+			if len(results) != 1 || results[0]["output"] != "echo: hello" {
+				t.Errorf("tool results = %v", results)
+			}
+			reqs := r.llm.Requests()
+			if len(reqs) < 2 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			sent := reqs[1].Request.Messages
+			if last := sent[len(sent)-1]; last.Role != "tool" || last.ToolCallID != tc.id {
+				t.Errorf("the result went back as %+v", last)
+			}
+			if a := sent[len(sent)-2]; len(a.ToolCalls) != 1 || a.ToolCalls[0].Function.Arguments != tc.args {
+				t.Errorf("the call went back as %+v, want arguments %s", a.ToolCalls, tc.args)
+			}
+		})
+	}
+}
+
+// rawOrMap is how the trace shows JSON arguments once read back.
+func rawOrMap(s string) any {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	return v
 }
