@@ -24,6 +24,7 @@ type Reply struct {
 	match   func(openai.ChatCompletionRequest) bool
 	endless bool
 	usage   openai.Usage
+	text    *string // the content of a Text reply
 }
 
 // exchange is one request being answered.
@@ -52,9 +53,20 @@ var defaultUsage = openai.Usage{
 
 // Text answers an assistant message with content s, finish_reason "stop".
 func Text(s string) Reply {
-	return completion(func(int) wireMessage {
+	r := completion(func(int) wireMessage {
 		return wireMessage{Role: "assistant", Content: &s}
 	}, "stop")
+	r.text = &s
+	return r
+}
+
+// Content is the content of a reply built with Text (or JSON); ok is false
+// for any other reply (a policy adds to its answer with it).
+func (r Reply) Content() (s string, ok bool) {
+	if r.text == nil {
+		return "", false
+	}
+	return *r.text, true
 }
 
 // JSON answers an assistant message whose content is v marshalled (for a
@@ -100,6 +112,12 @@ func Endless(name, args string) Reply {
 func WithUsage(r Reply, prompt, completion int) Reply {
 	r.usage = openai.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 	return r
+}
+
+// WithPromptTokens makes a completion reply report prompt tokens, keeping
+// its completion tokens (a policy that measures each request it answers).
+func WithPromptTokens(r Reply, prompt int) Reply {
+	return WithUsage(r, prompt, r.usage.CompletionTokens)
 }
 
 // When restricts r to requests for which match is true; requests that do

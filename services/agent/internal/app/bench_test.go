@@ -27,9 +27,11 @@ import (
 // (eval.Competent, which decides from each request as a model would),
 // answers a crash-loop alert. It reports, per triage, the model calls, the
 // prompt tokens sent (estimated as the context budget does,
-// llm.EstimateRequest: bytes/3) and the largest single request, with the
-// default context window and with AGENT_CONTEXT_TOKENS=16000. The scripted
-// model's own usage numbers are fixed, so tokens are measured on the wire.
+// llm.EstimateRequest: bytes/3), the completion tokens the run counted and
+// the largest single request, with the default context window and with
+// AGENT_CONTEXT_TOKENS=16000; and, with the model answering each call after
+// 2 s as a real one does (eval.Scripted), the wall time of a triage
+// (s/triage). README.md "Evaluating the fleet" shows the figures.
 func BenchmarkTriage(b *testing.B) {
 	env := kubetest.Start(b)
 	ns := fmt.Sprintf("kc-bench-%d", rand.IntN(1_000_000))
@@ -40,17 +42,20 @@ func BenchmarkTriage(b *testing.B) {
 		"alertname": "KubePodCrashLooping", "namespace": ns, "deployment": "crashloop", "container": "app"}})
 	body, _ := json.Marshal(map[string]any{"task": "Triage the alert KubePodCrashLooping", "workflow_type": api.WorkflowAlert,
 		"context": map[string]string{"namespace": ns, "alert": string(alert)}})
-	for _, window := range []string{"default", "16000"} {
-		b.Run("context="+window, func(b *testing.B) {
-			model := llmtest.NewPolicyServer(eval.Competent)
+	for _, c := range []struct {
+		window string
+		delay  time.Duration
+	}{{"default", 0}, {"16000", 0}, {"default", 2 * time.Second}} {
+		b.Run(fmt.Sprintf("context=%s/delay=%s", c.window, c.delay), func(b *testing.B) {
+			model := llmtest.NewPolicyServer(eval.Scripted(eval.Competent, c.delay))
 			defer model.Close()
 			vars := map[string]string{"AGENT_PERSONA": "noor", "KUBECONFIG": env.Kubeconfig, "LLM_BASE_URL": model.URL(),
 				"AGENT_MODEL": "eval-competent", "LLM_API_KEY": "bench", "LLM_TIMEOUT": "30s"}
-			if window != "default" {
-				vars["AGENT_CONTEXT_TOKENS"] = window
+			if c.window != "default" {
+				vars["AGENT_CONTEXT_TOKENS"] = c.window
 			}
 			url := serveAgent(b, vars)
-			var calls, prompt, largest int
+			var calls, prompt, completion, largest int
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				seen := len(model.Requests())
@@ -58,6 +63,7 @@ func BenchmarkTriage(b *testing.B) {
 				if res.Status == api.StatusFailed || res.Answer == "" {
 					b.Fatalf("triage %d: %s %q (%s)", i, res.Status, res.Answer, res.Error)
 				}
+				completion += res.Tokens.Completion
 				for _, rec := range model.Requests()[seen:] {
 					if len(rec.Request.Messages) == 0 {
 						continue
@@ -71,7 +77,9 @@ func BenchmarkTriage(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(calls)/float64(b.N), "model-calls/op")
 			b.ReportMetric(float64(prompt)/float64(b.N), "prompt-tokens/op")
+			b.ReportMetric(float64(completion)/float64(b.N), "completion-tokens/op")
 			b.ReportMetric(float64(largest), "max-request-tokens")
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/triage")
 		})
 	}
 }

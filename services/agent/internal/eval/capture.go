@@ -9,9 +9,11 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/kubecrew/kubecrew/pkg/llm"
 	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
 )
 
@@ -59,6 +61,21 @@ type ModelTap interface {
 	URL() string      // base URL for LLM_BASE_URL (ends in /v1 for the scripted one)
 	Bodies() [][]byte // every chat request body received, in order
 	Close()
+}
+
+// Scripted is policy answering as a served model does: after delay (a
+// real model's seconds per call; 0 answers at once), its usage giving the
+// prompt tokens of each request as estimated on the wire
+// (llm.EstimateRequest, as the context budget counts), so the figures
+// follow what the agents send, not the policy's fixed numbers.
+func Scripted(policy func(openai.ChatCompletionRequest) llmtest.Reply, delay time.Duration) func(openai.ChatCompletionRequest) llmtest.Reply {
+	return func(req openai.ChatCompletionRequest) llmtest.Reply {
+		r := llmtest.WithPromptTokens(policy(req), llm.EstimateRequest(req))
+		if delay > 0 {
+			r = llmtest.Slow(delay, r)
+		}
+		return r
+	}
 }
 
 // policyTap is the scripted model.

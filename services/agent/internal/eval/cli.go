@@ -29,6 +29,7 @@ type options struct {
 	out     string
 	llm     string
 	environ []string
+	delay   time.Duration
 }
 
 func Main(ctx context.Context, args []string, getenv func(string) string, environ []string, stdout, stderr io.Writer) int {
@@ -70,6 +71,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (opt
 	filter := fs.String("filter", "", "run only scenarios whose name matches this regular expression")
 	fs.IntVar(&o.repeat, "repeat", 1, "run each scenario N times (flakiness, pass@k)")
 	timeout := fs.Duration("timeout", 0, "override every scenario's timeout")
+	fs.DurationVar(&o.delay, "model-delay", 0, "the scripted models answer each call after this long (a real model's pace, e.g. 2s)")
 	fs.StringVar(&o.bin, "bin", "bin", "directory holding the agent and core binaries (make build)")
 	fs.StringVar(&o.out, "out", "", "directory for the table, the JSON, logs and report pages (default: a new /tmp/kubecrew-eval.*)")
 	if err := fs.Parse(args); err != nil {
@@ -146,7 +148,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (opt
 func run(ctx context.Context, o options, model string, stdout io.Writer) (*Summary, error) {
 	say := func(format string, a ...any) { fmt.Fprintf(stdout, "[eval] "+format+"\n", a...) }
 	say("%d scenario(s) × %d, modes %s; output in %s", len(o.todo), o.repeat, strings.Join(o.modes, ","), o.out)
-	r, err := Start(ctx, Config{Root: o.root, BinDir: o.bin, WorkDir: o.out, LLMBaseURL: o.llm, Environ: o.environ, Out: stdout})
+	r, err := Start(ctx, Config{Root: o.root, BinDir: o.bin, WorkDir: o.out, LLMBaseURL: o.llm, Environ: o.environ, Out: stdout, ModelDelay: o.delay})
 	if err != nil {
 		return nil, err
 	}

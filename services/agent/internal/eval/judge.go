@@ -34,7 +34,10 @@ type Result struct {
 	Prompt   int           `json:"prompt_tokens"`
 	Complete int           `json:"completion_tokens"`
 	Runs     int           `json:"runs"`
-	Reports  []string      `json:"reports,omitempty"` // saved report pages of a failed scenario
+	// Triage is what the scenario's alert run(s) alone cost (the first
+	// agent's investigation, before any hand-off).
+	Triage  Triage   `json:"triage"`
+	Reports []string `json:"reports,omitempty"` // saved report pages of a failed scenario
 }
 
 // OK reports whether the result keeps the suite green: a pass, or a known
@@ -243,14 +246,33 @@ func grade(res *Result, sr *scenarioRun, ev *evidence, mode string) {
 	gradeTrigger(fail, sr, ev, attempts)
 }
 
+// Triage is the cost of a scenario's alert runs.
+type Triage struct {
+	Runs     int   `json:"runs"`
+	Model    int   `json:"model_calls"`
+	Prompt   int   `json:"prompt_tokens"`
+	Complete int   `json:"completion_tokens"`
+	WallMS   int64 `json:"wall_ms"`
+}
+
 // measure fills the figures: runs, model calls (as the model server
-// counted them), tool calls and tokens (as the runs report them).
+// counted them), tool calls and tokens (as the runs report them), and the
+// alert runs' own.
 func measure(res *Result, ev *evidence) {
 	res.Runs = len(ev.runs)
 	res.Model = len(ev.model)
 	for _, rr := range ev.runs {
 		res.Prompt += rr.view.Tokens.Prompt
 		res.Complete += rr.view.Tokens.Completion
+		if v := rr.view; v.WorkflowType == api.WorkflowAlert {
+			res.Triage.Runs++
+			res.Triage.Model += v.ModelCalls
+			res.Triage.Prompt += v.Tokens.Prompt
+			res.Triage.Complete += v.Tokens.Completion
+			if v.FinishedAt != nil {
+				res.Triage.WallMS += v.FinishedAt.Sub(v.StartedAt).Milliseconds()
+			}
+		}
 		for _, e := range rr.view.Trace {
 			if e.Type == "tool_call" {
 				res.Tools++

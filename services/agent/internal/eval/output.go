@@ -89,8 +89,8 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 // WriteMarkdown writes the table, the totals, and the failures with their
 // report pages.
 func (s *Summary) WriteMarkdown(w io.Writer) {
-	fmt.Fprintf(w, "| scenario | mode | result | failed expectation | wall | model calls | tool calls | tokens (prompt/completion) |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "| scenario | mode | result | failed expectation | wall | model calls | tool calls | tokens (prompt/completion) | triage: model calls · tokens · wall |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range s.Results {
 		name := r.Scenario
 		if r.Attempt > 1 {
@@ -107,11 +107,11 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 		if r.Status == "known_failure" {
 			status = "known failure: " + cell(r.Known)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %.1fs | %d | %d | %d/%d |\n", name, r.Mode, status, why,
-			float64(r.WallMS)/1000, r.Model, r.Tools, r.Prompt, r.Complete)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %.1fs | %d | %d | %d/%d | %s |\n", name, r.Mode, status, why,
+			float64(r.WallMS)/1000, r.Model, r.Tools, r.Prompt, r.Complete, r.Triage.cell())
 	}
 	t := s.Totals
-	fmt.Fprintf(w, "| **total** (%d) | %s | **%d passed, %d failed, %d known failures, %d unexpected passes (%.0f %%)** | | %.1fs | %d | %d | %d/%d |\n",
+	fmt.Fprintf(w, "| **total** (%d) | %s | **%d passed, %d failed, %d known failures, %d unexpected passes (%.0f %%)** | | %.1fs | %d | %d | %d/%d | |\n",
 		t.Scenarios, s.Mode, t.Passed, t.Failed, t.KnownFailures, t.UnexpectedPass, 100*t.PassRate, float64(t.WallMS)/1000, t.Model, t.Tools, t.Prompt, t.Complete)
 	var failed []Result
 	for _, r := range s.Results {
@@ -132,6 +132,15 @@ func (s *Summary) WriteMarkdown(w io.Writer) {
 			fmt.Fprintf(w, "  - report: [%s](file://%s)\n", lastPath(p), p)
 		}
 	}
+}
+
+// cell is the triage's figures per alert run ("" without one).
+func (t Triage) cell() string {
+	if t.Runs == 0 {
+		return ""
+	}
+	n := float64(t.Runs)
+	return fmt.Sprintf("%.1f · %.0f/%.0f · %.1fs", float64(t.Model)/n, float64(t.Prompt)/n, float64(t.Complete)/n, float64(t.WallMS)/1000/n)
 }
 
 func cell(s string) string {

@@ -34,6 +34,9 @@ type Config struct {
 	LLMBaseURL string
 	Environ    []string
 	Out        io.Writer // progress
+	// ModelDelay is how long the scripted models take to answer each call
+	// (a real model's seconds; 0 answers at once).
+	ModelDelay time.Duration
 }
 
 // Runner holds the sandbox cluster for the whole run; each scenario gets
@@ -208,7 +211,7 @@ func (r *Runner) fleetEnv(sr *scenarioRun, mode string) (env []string, llmURL st
 		if mode == ModeReckless {
 			pol = Reckless
 		}
-		sr.tap = NewPolicyTap(failAfter(sr.s.Setup.ModelFailsAfter, pol))
+		sr.tap = NewPolicyTap(Scripted(failAfter(sr.s.Setup.ModelFailsAfter, pol), r.cfg.ModelDelay))
 		llmURL = sr.tap.URL()
 		env = append(env, "AGENT_MODEL=eval-"+mode, "LLM_API_KEY=eval-scripted", "LLM_FALLBACK_BASE_URL=")
 	case ModeModel:
