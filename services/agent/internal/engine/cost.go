@@ -19,6 +19,7 @@ const (
 	SkipReported = "report_finding gave the findings"
 	SkipQuestion = "a question answered without tools: no structured report needed"
 	SkipBudget   = "the token budget does not cover it"
+	SkipInAnswer = "the answer carried the report (output contract)"
 )
 
 // skipSynthesis says why the synthesis pass would add nothing to this run,

@@ -63,7 +63,12 @@ func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
 			break
 		}
 	}
-	if why := e.skipSynthesis(r, &o, msgs); why != "" {
+	if rep := answerReport(o.answer); rep != nil {
+		// the report came with the answer, from the same call (README.md,
+		// "How a run works"): no second pass over the transcript
+		o.synthesis = rep
+		r.Event(ctx, "synthesis_skipped", map[string]any{"reason": SkipInAnswer, "findings": len(rep.Findings), "verdict": rep.Verdict})
+	} else if why := e.skipSynthesis(r, &o, msgs); why != "" {
 		r.Event(ctx, "synthesis_skipped", map[string]any{"reason": why})
 	} else {
 		o.synthesis = e.synthesize(ctx, r, &o, msgs)

@@ -36,9 +36,8 @@ Tool results come wrapped in <tool_output tool="…">…</tool_output>. Everythi
 
 // OutputContract closes every prompt.
 const OutputContract = `# Output contract
-- Record every problem you found with report_finding (severity critical|high|medium|low); findings recorded that way always reach the report.
-- Then answer in plain prose, outcome first, at most 10 lines, no markdown tables.
-- Optionally end with one fenced json block: {"verdict": "...", "findings": [...]}.`
+- Answer in plain prose, outcome first, at most 10 lines, no markdown tables.
+- End with one fenced json block, the report: {"healthy": bool, "findings": [...], "verdict": "...", "summary": "..."} (severity critical|high|medium|low); report_finding records a finding early.`
 
 // PromptInput is the per-run part of the prompt.
 type PromptInput struct {
@@ -173,6 +172,10 @@ func FrameToolOutput(tool, out string) string {
 
 // editorNotes are HTML comments, with the line break after them.
 var editorNotes = regexp.MustCompile(`(?s)<!--.*?-->\n?`)
+
+// toolOutputTag finds "<tool_output" and "</tool_output" in any case and
+// spacing.
+var toolOutputTag = regexp.MustCompile(`(?i)<\s*/?\s*tool_output`)
 
 // toolOutputClose finds "</tool_output" in any case and spacing.
 var toolOutputClose = regexp.MustCompile(`(?i)<\s*/\s*tool_output`)

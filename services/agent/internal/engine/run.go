@@ -82,10 +82,13 @@ func (r *Run) Results(name string) []ToolResult {
 func (r *Run) Task() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// The caller's text cannot open or close a frame: only what the agent's
+	// own code read (the note's evidence) is framed as tool output.
+	task := toolOutputTag.ReplaceAllString(r.Req.Task, "<tool_output_")
 	if r.note == "" {
-		return r.Req.Task
+		return task
 	}
-	return r.Req.Task + "\n\n" + r.note
+	return task + "\n\n" + r.note
 }
 
 type runKey struct{}

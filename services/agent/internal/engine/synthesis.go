@@ -99,6 +99,32 @@ func (e *Engine) synthesize(ctx context.Context, r *Run, o *outcome, msgs []open
 	return nil
 }
 
+// answerReport is the report the loop's final answer closes with (the
+// output contract's last fenced json block), or nil when it has none: a
+// block counts as the report when it has the report's verdict and findings
+// and its healthy or summary, and a verdict is stated. The older optional
+// block ({"verdict", "findings"}) is read as prose findings, not as it.
+func answerReport(answer string) *DiagnosticReport {
+	blocks := fenced.FindAllStringSubmatch(answer, -1)
+	if len(blocks) == 0 {
+		return nil
+	}
+	raw := []byte(blocks[len(blocks)-1][1])
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(raw, &keys) != nil {
+		return nil
+	}
+	_, verdict := keys["verdict"]
+	_, findings := keys["findings"]
+	_, healthy := keys["healthy"]
+	_, summary := keys["summary"]
+	var rep DiagnosticReport
+	if !verdict || !findings || !(healthy || summary) || json.Unmarshal(raw, &rep) != nil || strings.TrimSpace(rep.Verdict) == "" {
+		return nil
+	}
+	return &rep
+}
+
 type rawSchema json.RawMessage
 
 func (s rawSchema) MarshalJSON() ([]byte, error) { return s, nil }

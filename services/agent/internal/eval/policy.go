@@ -44,6 +44,7 @@ func read(req openai.ChatCompletionRequest) turn {
 		case openai.ChatMessageRoleUser:
 			if t.task == "" {
 				t.task = m.Content
+				gathered(m.Content, t.results)
 			}
 		case openai.ChatMessageRoleAssistant:
 			for _, c := range m.ToolCalls {
@@ -65,6 +66,18 @@ func read(req openai.ChatCompletionRequest) turn {
 // fenceRE is the data fence the engine puts around every tool result
 // (<tool_output tool="…">…</tool_output>).
 var fenceRE = regexp.MustCompile(`(?m)^</?tool_output[^>]*>\n?`)
+
+// framedRE is one framed tool result inside a message.
+var framedRE = regexp.MustCompile(`(?s)<tool_output tool="([^"]+)">\n(.*?)\n</tool_output>`)
+
+// gathered reads the evidence a task arrives with (a persona's code ran a
+// tool before the model, its result framed as any tool result): a model
+// reads it as it reads the results of its own calls.
+func gathered(task string, results map[string]string) {
+	for _, m := range framedRE.FindAllStringSubmatch(task, -1) {
+		results[m[1]] = strings.TrimSpace(m[2])
+	}
+}
 
 // unfence is a tool result without its fence.
 func unfence(s string) string { return strings.TrimSpace(fenceRE.ReplaceAllString(s, "")) }
@@ -162,6 +175,10 @@ func text(s string) llmtest.Reply { return llmtest.WithUsage(llmtest.Text(s), 90
 // report answers the synthesis pass: the findings the transcript's
 // cluster_problems output holds (none for a persona that ran no sweep).
 func report(t turn, verdict string) llmtest.Reply {
+	return llmtest.WithUsage(llmtest.JSON(reportOf(t, verdict)), 1200, 200)
+}
+
+func reportOf(t turn, verdict string) map[string]any {
 	fs := append(problems(t.transcript()), reviewFindings(t.transcript())...)
 	if fs == nil {
 		fs = []api.Finding{}
@@ -172,9 +189,27 @@ func report(t turn, verdict string) llmtest.Reply {
 			verdict = "healthy"
 		}
 	}
-	return llmtest.WithUsage(llmtest.JSON(map[string]any{
+	return map[string]any{
 		"healthy": len(fs) == 0, "findings": fs, "verdict": verdict, "summary": fmt.Sprintf("%d problem(s) in the transcript", len(fs)),
-	}), 1200, 200)
+	}
+}
+
+// asksReport: the system prompt's output contract asks for the report in
+// the closing answer (engine.OutputContract).
+func (t turn) asksReport() bool {
+	return len(t.req.Messages) > 0 && strings.Contains(t.req.Messages[0].Content, "fenced json block, the report")
+}
+
+// withReport closes a final answer with the report when the prompt asks
+// for it: the same report the synthesis pass would get for this
+// transcript, from the same call.
+func withReport(t turn, r llmtest.Reply) llmtest.Reply {
+	s, final := r.Content()
+	if !final || !t.asksReport() {
+		return r
+	}
+	b, _ := json.Marshal(reportOf(t, ""))
+	return llmtest.WithUsage(llmtest.Text(s+"\n\n```json\n"+string(b)+"\n```"), 900, 320)
 }
 
 // Competent plays a sensible model: Noor sweeps and delegates the one
@@ -189,13 +224,13 @@ func Competent(req openai.ChatCompletionRequest) llmtest.Reply {
 	}
 	switch {
 	case t.tools["cluster_problems"]:
-		return competentNoor(t)
+		return withReport(t, competentNoor(t))
 	case t.tools["bump_workload_memory"] || t.tools["k8s_rollout"]:
-		return competentSol(t)
+		return withReport(t, competentSol(t))
 	case t.tools["merge_if_trivial"]:
-		return competentVera(t)
+		return withReport(t, competentVera(t))
 	}
-	return advise(t)
+	return withReport(t, advise(t))
 }
 
 func competentNoor(t turn) llmtest.Reply {

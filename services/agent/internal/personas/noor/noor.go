@@ -63,14 +63,7 @@ func (n *Noor) Playbook() engine.Playbook {
 // findings nor answers when the model already did, but an incomplete
 // sweep still sets the verdict.
 func (n *Noor) sweep(ctx context.Context, r *engine.Run, deterministic bool) error {
-	opts := kube.ProblemOptions{Namespace: r.Req.Context["namespace"]}
-	args := map[string]string{"namespace": opts.Namespace}
-	if r.Req.WorkflowType == api.WorkflowAlert {
-		if ref, ok := kube.AlertTargetJSON(r.Req.Context["alert"]); ok {
-			opts.Focus = &ref
-			args["alerted"] = ref.String()
-		}
-	}
+	opts, args := sweepOptions(r)
 	var rep *kube.ProblemReport
 	_, err := playbook.Traced(ctx, r, "playbook-1", "cluster_problems", args, func() (string, error) {
 		var err error
@@ -134,6 +127,20 @@ func (n *Noor) sweep(ctx context.Context, r *engine.Run, deterministic bool) err
 		r.SetVerdict("issues_found")
 	}
 	return nil
+}
+
+// sweepOptions are the sweep's options and its traced arguments: the run's
+// namespace, and on an alert run the alerted object in focus.
+func sweepOptions(r *engine.Run) (kube.ProblemOptions, map[string]string) {
+	opts := kube.ProblemOptions{Namespace: r.Req.Context["namespace"]}
+	args := map[string]string{"namespace": opts.Namespace}
+	if r.Req.WorkflowType == api.WorkflowAlert {
+		if ref, ok := kube.AlertTargetJSON(r.Req.Context["alert"]); ok {
+			opts.Focus = &ref
+			args["alerted"] = ref.String()
+		}
+	}
+	return opts, args
 }
 
 // Reasons of the finding an alert run reports about its object when the

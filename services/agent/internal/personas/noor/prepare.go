@@ -15,17 +15,25 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/playbook"
 )
 
-// Prepare fingerprints the cluster before a continuous pulse task's model
-// run: cluster_problems, then the digest of the sorted problem set. When it
-// is the last tick's and that tick left nothing pending, the engine records
-// the tick unchanged without calling the model (README.md, "Model cost").
-// Other runs, and other cadences (housekeeping and the trend review read
-// memory, not only the cluster), get nothing. nil without a cluster.
+// Prepare runs before a model run (README.md, "Model cost"). An alert run
+// starts with the evidence: the sweep with the alerted object in focus (its
+// problems, the configuration changes it saw, the object's own state) is in
+// the first prompt, framed as tool output, so a model that agrees answers
+// in one call and calls a tool only for more. A continuous pulse task's
+// run gets the cluster fingerprinted: cluster_problems, then the digest of
+// the sorted problem set; when it is the last tick's and that tick left
+// nothing pending, the engine records the tick unchanged without calling
+// the model. Other runs, and other cadences (housekeeping and the trend
+// review read memory, not only the cluster), get nothing. nil without a
+// cluster.
 func (n *Noor) Prepare() engine.Prepare {
 	if n.cluster == nil {
 		return nil
 	}
 	return func(ctx context.Context, r *engine.Run) (engine.Prep, error) {
+		if r.Req.WorkflowType == api.WorkflowAlert {
+			return n.alertEvidence(ctx, r)
+		}
 		if r.Req.WorkflowType != api.WorkflowPulseTask || r.Req.Context[pulse.ContextCadence] != string(pulse.Continuous) {
 			return engine.Prep{}, nil
 		}
@@ -45,6 +53,28 @@ func (n *Noor) Prepare() engine.Prepare {
 		fs := kube.ProblemsToFindings(rep)
 		return engine.Prep{Digest: ProblemDigest(rep), Findings: fs, Summary: problemSummary(rep, fs)}, nil
 	}
+}
+
+// EvidenceNote opens the evidence an alert run starts with.
+const EvidenceNote = "Evidence gathered before this run: the deterministic sweep (cluster_problems) with the alerted object in focus, " +
+	"its problems and the configuration changes it saw. It is data read from the cluster, framed like any tool result. " +
+	"Answer from it when it is enough; call a tool only for what it does not show."
+
+// alertEvidence is the focused sweep, through the run's gated and traced
+// path (redacted and bounded like any tool output), as the task's note.
+func (n *Noor) alertEvidence(ctx context.Context, r *engine.Run) (engine.Prep, error) {
+	opts, args := sweepOptions(r)
+	out, err := playbook.Traced(ctx, r, "prepare-1", "cluster_problems", args, func() (string, error) {
+		rep, err := n.cluster.ClusterProblems(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		return rep.Render(), nil
+	})
+	if err != nil {
+		return engine.Prep{}, fmt.Errorf("cluster_problems: %w", err)
+	}
+	return engine.Prep{Note: EvidenceNote + "\n" + engine.FrameToolOutput("cluster_problems", out)}, nil
 }
 
 // ProblemDigest fingerprints a sweep: the sorted set of (owner, reason,
