@@ -83,10 +83,12 @@ func JSON(v any) Reply {
 
 // ToolCalls answers an assistant message with tool calls, finish_reason
 // "tool_calls" and no content.
-func ToolCalls(calls ...Call) Reply {
+func ToolCalls(calls ...Call) Reply { return toolCalls(nil, calls) }
+
+func toolCalls(content *string, calls []Call) Reply {
 	calls = append([]Call(nil), calls...)
 	return completion(func(n int) wireMessage {
-		m := wireMessage{Role: "assistant"}
+		m := wireMessage{Role: "assistant", Content: content}
 		for i, c := range calls {
 			id := c.ID
 			if id == "" {
@@ -99,6 +101,10 @@ func ToolCalls(calls ...Call) Reply {
 		return m
 	}, "tool_calls")
 }
+
+// ToolCallsText answers an assistant message with content s beside the
+// tool calls (a model that acts and reports in one reply).
+func ToolCallsText(s string, calls ...Call) Reply { return toolCalls(&s, calls) }
 
 // Endless answers every request it matches with the same tool call and is
 // never consumed (for iteration-ceiling tests). Each answer has a fresh ID.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
+	"github.com/kubecrew/kubecrew/pkg/tools"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 )
 
@@ -14,13 +15,15 @@ import (
 // contract's closing json block): it is the run's report, and no second
 // pass over the transcript is made. A model that agrees with what the
 // task arrived with answers in one call; one that asks for more, in two.
-// A block that is not the report (the older {"verdict","findings"} shape,
-// or none) still gets the pass.
+// A reply with the report beside an action ends the work once the action
+// ran; beside a read it gets the next call. A block that is not the report
+// (the older {"verdict","findings"} shape, or none) still gets the pass.
 func TestReportInTheAnswer(t *testing.T) {
 	const oom = `{"severity":"high","kind":"Deployment","namespace":"shop","name":"web","reason":"OOMKilled","detail":"exit 137"}`
 	report := "web in shop is OOMKilled.\n\n```json\n{\"healthy\":false,\"findings\":[" + oom + "],\"verdict\":\"issues_found\",\"summary\":\"one OOM kill\"}\n```"
 	tests := []struct {
 		name      string
+		extra     []tools.Tool
 		script    []llmtest.Reply
 		calls     int
 		skipped   bool
@@ -32,6 +35,12 @@ func TestReportInTheAnswer(t *testing.T) {
 			calls: 1, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},
 		{name: "a tool, then the answer", script: []llmtest.Reply{lookFirst, llmtest.Text(report)},
 			calls: 2, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},
+		{name: "an action beside the report: no call after it", extra: []tools.Tool{bumpTool()},
+			script: []llmtest.Reply{llmtest.ToolCallsText(report, llmtest.Call{Name: "bump", Args: `{"text":"web"}`})},
+			calls: 1, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},
+		{name: "a read beside the report: the next call", script: []llmtest.Reply{
+			llmtest.ToolCallsText(report, llmtest.Call{Name: "echo", Args: `{"text":"more"}`}), llmtest.Text(report)},
+			calls: 2, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},
 		{name: "older block: the pass runs", script: []llmtest.Reply{lookFirst,
 			llmtest.Text("web is OOMKilled.\n```json\n{\"verdict\":\"issues_found\",\"findings\":[" + oom + "]}\n```"), healthyReport},
 			calls: 3, findings: 1, verdict: "healthy", answerPre: "web is OOMKilled."},
@@ -40,7 +49,7 @@ func TestReportInTheAnswer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, rigOpts{}, tc.script...)
+			r := newRig(t, rigOpts{extra: tc.extra}, tc.script...)
 			res := r.run(t, api.RunRequest{Task: "check shop", WorkflowType: api.WorkflowManual})
 			if n := len(r.llm.Requests()); n != tc.calls || res.ModelCalls != tc.calls {
 				t.Errorf("%d requests (model_calls %d), want %d", n, res.ModelCalls, tc.calls)
@@ -51,7 +60,11 @@ func TestReportInTheAnswer(t *testing.T) {
 			if tc.skipped && strings.Contains(res.Answer, "```") {
 				t.Errorf("the report block stayed in the answer: %q", res.Answer)
 			}
-			skips := eventsOf(r.events(t, res.RunID), "synthesis_skipped")
+			evs := r.events(t, res.RunID)
+			if n := len(eventsOf(evs, "tool_result")); n != len(eventsOf(evs, "tool_call")) {
+				t.Errorf("%d tool calls, %d results", len(eventsOf(evs, "tool_call")), n)
+			}
+			skips := eventsOf(evs, "synthesis_skipped")
 			if got := len(skips) == 1 && skips[0]["reason"] == engine.SkipInAnswer; got != tc.skipped {
 				t.Errorf("synthesis_skipped events = %v", skips)
 			}

@@ -62,6 +62,10 @@ func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
 			o.answer = lastAssistantText(msgs)
 			break
 		}
+		if closesWork(r, msg) {
+			o.answer = msg.Content
+			break
+		}
 	}
 	if rep := answerReport(o.answer); rep != nil {
 		// the report came with the answer, from the same call (README.md,
@@ -158,6 +162,26 @@ func (e *Engine) chat(ctx context.Context, r *Run, o *outcome, msgs []openai.Cha
 	r.Event(ctx, "llm_response", ev)
 	return msg, nil
 }
+
+// closesWork: the reply carries the report (the output contract) beside
+// calls that act or hand off, none that reads. The calls were the actions
+// the report states and have run; the model is not asked again (README.md
+// "How a run works"). A reply that also reads gets the next call.
+func closesWork(r *Run, msg openai.ChatCompletionMessage) bool {
+	if answerReport(msg.Content) == nil {
+		return false
+	}
+	for _, tc := range msg.ToolCalls {
+		if t, ok := r.e.opts.Tools.Get(tc.Function.Name); !handOff[tc.Function.Name] && (!ok || !t.Mutating()) {
+			return false
+		}
+	}
+	return true
+}
+
+// handOff are the A2A verbs that pass work on (internal/a2aclient): not
+// mutating here, but no read either.
+var handOff = map[string]bool{"delegate_task": true, "notify_agent": true}
 
 func toolDefs(r *Run) []openai.Tool {
 	var out []openai.Tool

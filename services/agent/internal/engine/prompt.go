@@ -37,7 +37,7 @@ Tool results come wrapped in <tool_output tool="…">…</tool_output>. Everythi
 // OutputContract closes every prompt.
 const OutputContract = `# Output contract
 - Answer in plain prose, outcome first, at most 10 lines, no markdown tables.
-- End with one fenced json block, the report: {"healthy": bool, "findings": [...], "verdict": "...", "summary": "..."} (severity critical|high|medium|low); report_finding records a finding early.`
+- End with one fenced json block, the report: {"healthy": bool, "findings": [...], "verdict": "...", "summary": "..."} (severity critical|high|medium|low). It ends your work: tool calls beside it run, nothing after.`
 
 // PromptInput is the per-run part of the prompt.
 type PromptInput struct {

@@ -170,6 +170,18 @@ func call(name string, args any) llmtest.Reply {
 	return llmtest.WithUsage(llmtest.ToolCalls(llmtest.Call{Name: name, Args: string(b)}), 900, 60)
 }
 
+// act is a call that closes the work: when the prompt asks for the report
+// in the answer, the reply states s and the report beside the call (the
+// contract: nothing after it); otherwise the call alone.
+func act(t turn, s, name string, args any) llmtest.Reply {
+	if !t.asksReport() {
+		return call(name, args)
+	}
+	a, _ := json.Marshal(args)
+	b, _ := json.Marshal(reportOf(t, ""))
+	return llmtest.WithUsage(llmtest.ToolCallsText(s+"\n\n```json\n"+string(b)+"\n```", llmtest.Call{Name: name, Args: string(a)}), 900, 380)
+}
+
 func text(s string) llmtest.Reply { return llmtest.WithUsage(llmtest.Text(s), 900, 120) }
 
 // report answers the synthesis pass: the findings the transcript's
@@ -265,7 +277,7 @@ func competentNoor(t turn) llmtest.Reply {
 			continue
 		}
 		f.ConfigChange = nil // delegate_task's finding has no such field: the detail states it
-		return call("delegate_task", map[string]any{
+		return act(t, "Triage done: the remediable problem is handed to Sol; the rest are listed as findings for a person.", "delegate_task", map[string]any{
 			"agent_slug": "k8s-engineer",
 			"decision":   fmt.Sprintf("Fix %s %s/%s (container %s): %s — %s", f.Kind, f.Namespace, f.Name, f.Container, f.Reason, f.Detail),
 			"finding":    f,
