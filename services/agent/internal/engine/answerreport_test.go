@@ -37,7 +37,7 @@ func TestReportInTheAnswer(t *testing.T) {
 			calls: 2, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},
 		{name: "an action beside the report: no call after it", extra: []tools.Tool{bumpTool()},
 			script: []llmtest.Reply{llmtest.ToolCallsText(report, llmtest.Call{Name: "bump", Args: `{"text":"web"}`})},
-			calls: 1, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},
+			calls:  1, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},
 		{name: "a read beside the report: the next call", script: []llmtest.Reply{
 			llmtest.ToolCallsText(report, llmtest.Call{Name: "echo", Args: `{"text":"more"}`}), llmtest.Text(report)},
 			calls: 2, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},
