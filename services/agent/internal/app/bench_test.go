@@ -25,28 +25,36 @@ import (
 // fixture cluster (the real API server, the fixtures' broken workloads in
 // one namespace): Noor, driven by the eval suite's competent scripted model
 // (eval.Competent, which decides from each request as a model would),
-// answers a crash-loop alert. It reports, per triage, the model calls, the
-// prompt tokens sent (estimated as the context budget does,
-// llm.EstimateRequest: bytes/3), the completion tokens the run counted and
-// the largest single request, with the default context window and with
-// AGENT_CONTEXT_TOKENS=16000; and, with the model answering each call after
-// 2 s as a real one does (eval.Scripted), the wall time of a triage
-// (s/triage). README.md "Evaluating the fleet" shows the figures.
+// answers an alert. It reports, per triage, the model calls, the prompt
+// tokens sent (estimated as the context budget does, llm.EstimateRequest:
+// bytes/3), the completion tokens the run counted, the largest single
+// request and the wall time (s/triage). A crash-loop alert runs with the
+// default context window and with AGENT_CONTEXT_TOKENS=16000, the model
+// answering at once; then the alert of each eval scenario that fires on a
+// fixture workload (eval/scenarios) runs with the model answering each
+// call after 2 s, as a real one does (eval.Scripted). README.md
+// "Evaluating the fleet" shows the figures.
 func BenchmarkTriage(b *testing.B) {
 	env := kubetest.Start(b)
 	ns := fmt.Sprintf("kc-bench-%d", rand.IntN(1_000_000))
 	if err := env.LoadFixtures(context.Background(), ns); err != nil {
 		b.Fatal(err)
 	}
-	alert, _ := json.Marshal(map[string]any{"status": "firing", "labels": map[string]string{
-		"alertname": "KubePodCrashLooping", "namespace": ns, "deployment": "crashloop", "container": "app"}})
-	body, _ := json.Marshal(map[string]any{"task": "Triage the alert KubePodCrashLooping", "workflow_type": api.WorkflowAlert,
-		"context": map[string]string{"namespace": ns, "alert": string(alert)}})
-	for _, c := range []struct {
-		window string
-		delay  time.Duration
-	}{{"default", 0}, {"16000", 0}, {"default", 2 * time.Second}} {
-		b.Run(fmt.Sprintf("context=%s/delay=%s", c.window, c.delay), func(b *testing.B) {
+	type triage struct {
+		alertname, workload, window string
+		delay                       time.Duration
+	}
+	cases := []triage{{"KubePodCrashLooping", "crashloop", "default", 0}, {"KubePodCrashLooping", "crashloop", "16000", 0}}
+	for _, a := range [][2]string{{"KubePodOOMKilled", "oomkill"}, {"KubePodCrashLooping", "crashloop"}, {"KubePodNotReady", "imagepull"},
+		{"KubePodNotReady", "configerror"}, {"KubeDeploymentReplicasMismatch", "notready"}, {"KubePodNotScheduled", "unschedulable"}} {
+		cases = append(cases, triage{a[0], a[1], "default", 2 * time.Second})
+	}
+	for _, c := range cases {
+		alert, _ := json.Marshal(map[string]any{"status": "firing", "labels": map[string]string{
+			"alertname": c.alertname, "namespace": ns, "deployment": c.workload, "container": "app"}})
+		body, _ := json.Marshal(map[string]any{"task": "Triage the alert " + c.alertname, "workflow_type": api.WorkflowAlert,
+			"context": map[string]string{"namespace": ns, "alert": string(alert)}})
+		b.Run(fmt.Sprintf("%s/context=%s/delay=%s", c.workload, c.window, c.delay), func(b *testing.B) {
 			model := llmtest.NewPolicyServer(eval.Scripted(eval.Competent, c.delay))
 			defer model.Close()
 			vars := map[string]string{"AGENT_PERSONA": "noor", "KUBECONFIG": env.Kubeconfig, "LLM_BASE_URL": model.URL(),
@@ -54,34 +62,38 @@ func BenchmarkTriage(b *testing.B) {
 			if c.window != "default" {
 				vars["AGENT_CONTEXT_TOKENS"] = c.window
 			}
-			url := serveAgent(b, vars)
-			var calls, prompt, completion, largest int
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				seen := len(model.Requests())
-				res := postRun(b, url, body)
-				if res.Status == api.StatusFailed || res.Answer == "" {
-					b.Fatalf("triage %d: %s %q (%s)", i, res.Status, res.Answer, res.Error)
-				}
-				completion += res.Tokens.Completion
-				for _, rec := range model.Requests()[seen:] {
-					if len(rec.Request.Messages) == 0 {
-						continue
-					}
-					n := llm.EstimateRequest(rec.Request)
-					calls++
-					prompt += n
-					largest = max(largest, n)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(calls)/float64(b.N), "model-calls/op")
-			b.ReportMetric(float64(prompt)/float64(b.N), "prompt-tokens/op")
-			b.ReportMetric(float64(completion)/float64(b.N), "completion-tokens/op")
-			b.ReportMetric(float64(largest), "max-request-tokens")
-			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/triage")
+			triageCost(b, model, serveAgent(b, vars), body)
 		})
 	}
+}
+
+// triageCost runs b.N triages and reports what they cost.
+func triageCost(b *testing.B, model *llmtest.Server, url string, body []byte) {
+	var calls, prompt, completion, largest int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		seen := len(model.Requests())
+		res := postRun(b, url, body)
+		if res.Status == api.StatusFailed || res.Answer == "" {
+			b.Fatalf("triage %d: %s %q (%s)", i, res.Status, res.Answer, res.Error)
+		}
+		completion += res.Tokens.Completion
+		for _, rec := range model.Requests()[seen:] {
+			if len(rec.Request.Messages) == 0 {
+				continue
+			}
+			n := llm.EstimateRequest(rec.Request)
+			calls++
+			prompt += n
+			largest = max(largest, n)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(calls)/float64(b.N), "model-calls/op")
+	b.ReportMetric(float64(prompt)/float64(b.N), "prompt-tokens/op")
+	b.ReportMetric(float64(completion)/float64(b.N), "completion-tokens/op")
+	b.ReportMetric(float64(largest), "max-request-tokens")
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/triage")
 }
 
 // serveAgent builds a whole agent from vars and serves it on loopback.
