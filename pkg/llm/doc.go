@@ -42,6 +42,13 @@
 //     reasoning_content (vLLM before 0.11, llama.cpp, DeepSeek) already is.
 //     Inline <think> tags in content are left to the caller.
 //
+//   - Answers are read as servers send them (shapes.go): tool-call
+//     arguments as a JSON object (llama.cpp) become the string OpenAI sends,
+//     the exact bytes kept; a tool call without an id gets one; a legacy
+//     function_call becomes a tool call. An empty choices list, an error
+//     object in a 200 body and arguments neither object nor string are
+//     invalid responses naming the quirk.
+//
 //   - Failover triggers: timeout, connection error, HTTP 5xx, HTTP 429, an
 //     HTML page instead of JSON (a proxy's "502 Bad Gateway" page, seen both
 //     with status 502 and inside 200 answers), and an answer that is not a
