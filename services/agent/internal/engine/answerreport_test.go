@@ -38,6 +38,9 @@ func TestReportInTheAnswer(t *testing.T) {
 		{name: "an action beside the report: no call after it", extra: []tools.Tool{bumpTool()},
 			script: []llmtest.Reply{llmtest.ToolCallsText(report, llmtest.Call{Name: "bump", Args: `{"text":"web"}`})},
 			calls:  1, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},
+		{name: "a finding recorded beside the report: no call after it", script: []llmtest.Reply{
+			llmtest.ToolCallsText(report, llmtest.Call{Name: "report_finding", Args: oom})},
+			calls: 1, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},
 		{name: "a read beside the report: the next call", script: []llmtest.Reply{
 			llmtest.ToolCallsText(report, llmtest.Call{Name: "echo", Args: `{"text":"more"}`}), llmtest.Text(report)},
 			calls: 2, skipped: true, findings: 1, verdict: "issues_found", answerPre: "web in shop is OOMKilled."},

@@ -164,24 +164,25 @@ func (e *Engine) chat(ctx context.Context, r *Run, o *outcome, msgs []openai.Cha
 }
 
 // closesWork: the reply carries the report (the output contract) beside
-// calls that act or hand off, none that reads. The calls were the actions
-// the report states and have run; the model is not asked again (README.md
-// "How a run works"). A reply that also reads gets the next call.
+// calls that act, hand off or record, none that reads. The calls were the
+// actions the report states and have run; the model is not asked again
+// (README.md "How a run works"). A reply that also reads gets the next call.
 func closesWork(r *Run, msg openai.ChatCompletionMessage) bool {
 	if answerReport(msg.Content) == nil {
 		return false
 	}
 	for _, tc := range msg.ToolCalls {
-		if t, ok := r.e.opts.Tools.Get(tc.Function.Name); !handOff[tc.Function.Name] && (!ok || !t.Mutating()) {
+		if t, ok := r.e.opts.Tools.Get(tc.Function.Name); !noRead[tc.Function.Name] && (!ok || !t.Mutating()) {
 			return false
 		}
 	}
 	return true
 }
 
-// handOff are the A2A verbs that pass work on (internal/a2aclient): not
-// mutating here, but no read either.
-var handOff = map[string]bool{"delegate_task": true, "notify_agent": true}
+// noRead are the calls that are not mutating and read nothing either: the
+// A2A verbs that pass work on (internal/a2aclient) and the built-ins that
+// record (a finding, a memory note).
+var noRead = map[string]bool{"delegate_task": true, "notify_agent": true, "report_finding": true, "memory_write": true}
 
 func toolDefs(r *Run) []openai.Tool {
 	var out []openai.Tool
