@@ -26,6 +26,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/report"
 	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
@@ -119,6 +120,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	// The secret settings are redacted by value wherever text leaves the
+	// process (README, "Redaction"), before anything is served.
+	redact.Known(cfg.SecretValues()...)
 	p := cfg.Persona
 	log = log.With(zap.String("agent", p.Slug))
 	a := &App{Config: cfg, Log: log, Reg: prometheus.NewRegistry()}

@@ -26,6 +26,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
@@ -128,6 +129,9 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 	if d.Log == nil {
 		d.Log = zap.NewNop()
 	}
+	// The secret settings are redacted by value wherever text leaves the
+	// process (README, "Redaction"), before anything is served.
+	redact.Known(cfg.SecretValues...)
 	if d.Now == nil {
 		d.Now = time.Now
 	}

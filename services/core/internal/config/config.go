@@ -88,6 +88,9 @@ type Config struct {
 
 	// Settings are the effective values for /info, secrets redacted.
 	Settings map[string]Setting
+	// SecretValues are the secret settings' values that are set: the app
+	// hands them to redact.Known (README, "Redaction").
+	SecretValues []string
 	// Unknown are environment variables with the core's prefixes that are
 	// not settings (CheckEnviron); Warnings say so, for the log and /info.
 	Unknown  []settings.Unknown
@@ -189,6 +192,11 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.Settings = effective(getenv)
+	for name := range secrets {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			c.SecretValues = append(c.SecretValues, v)
+		}
+	}
 	return c, nil
 }
 

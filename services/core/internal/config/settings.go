@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
@@ -69,6 +70,10 @@ func effective(getenv func(string) string) map[string]Setting {
 		}
 		if secrets[s.Name] && v != "" {
 			v = redactSecret(v)
+		} else {
+			// AGENT_PEERS, PEER_URL_TEMPLATE…: userinfo and secret query
+			// parameters go (README, "Redaction").
+			v, _ = redact.String(v)
 		}
 		out[s.Name] = Setting{Value: v, Source: src}
 	}
