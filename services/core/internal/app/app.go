@@ -61,6 +61,9 @@ type Deps struct {
 	// chain polling (tests); nil/0: the notifier's defaults.
 	NotifyRetry []time.Duration
 	NotifyPoll  time.Duration
+	// Timeouts override the HTTP server's (tests shorten them); nil is
+	// api.DefaultTimeouts of AGENT_CALL_TIMEOUT.
+	Timeouts *kapi.Timeouts
 }
 
 // peerStore is a store shared with other core replicas that carries
@@ -313,16 +316,16 @@ func (a *App) Start(ctx context.Context) error {
 		return fmt.Errorf("LISTEN_ADDR %s: %w", a.cfg.ListenAddr, err)
 	}
 	a.ln = ln
-	a.srv = &http.Server{
-		Handler:           a.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		// No WriteTimeout: a manual run is answered after up to
-		// AGENT_CALL_TIMEOUT.
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-		ErrorLog:    zap.NewStdLog(a.d.Log.Named("http")),
+	// A manual run is answered within AGENT_CALL_TIMEOUT: that bounds
+	// every write but the event stream's, which sets its own (README,
+	// "Authentication").
+	t := kapi.DefaultTimeouts(a.cfg.CallTimeout)
+	if a.d.Timeouts != nil {
+		t = *a.d.Timeouts
 	}
+	a.srv = kapi.NewServer(a.handler, t)
+	a.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	a.srv.ErrorLog = zap.NewStdLog(a.d.Log.Named("http"))
 	a.serveErr = make(chan error, 1)
 	go func() {
 		err := a.srv.Serve(ln)
