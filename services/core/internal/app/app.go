@@ -241,7 +241,7 @@ func (a *App) router() (http.Handler, error) {
 		// (README.md, "Authentication"); a signed-in dashboard may GET.
 		r.Use(dash.CookieOr(tokens.Middleware("kubecrew-core")))
 		r.With(kapi.AllowQuery()).Get("/info", a.info)
-		r.Method(http.MethodPost, "/api/v1/alerts", webhook.Handler(a.pipe, a.d.Log, a.metrics))
+		r.Method(http.MethodPost, "/api/v1/alerts", webhook.Handler(a.pipe, a.d.Log, a.metrics, a.cfg.WebhookMaxBytes))
 		api.Routes(r, a.apiDeps)
 	})
 	return r, nil
