@@ -54,6 +54,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 		{"headers dribbled", apitest.Dribble{Prefix: "GET /health HTTP/1.1\r\nHost: a\r\n", Drip: "X-Slow: aaaaaaaa\r\n", Every: 50 * time.Millisecond}, ""},
 		{"body dribbled without a token", apitest.Dribble{Prefix: "POST /run HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{", Drip: " ", Every: 50 * time.Millisecond}, "401"},
 		{"body dribbled with the token", apitest.Dribble{Prefix: "POST /run HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer slow-test-token\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{", Drip: " ", Every: 50 * time.Millisecond}, ""},
+		{"MCP body dribbled", apitest.Dribble{Prefix: "POST /mcp HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer slow-test-token\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000\r\n\r\n{", Drip: " ", Every: 50 * time.Millisecond}, ""},
 		{"idle after a request", apitest.Dribble{Prefix: "GET /health HTTP/1.1\r\nHost: a\r\n\r\n"}, "200 OK"},
 		{"headers past the limit", apitest.Dribble{Prefix: "GET /health HTTP/1.1\r\nHost: a\r\nX-Big: " + strings.Repeat("a", 8<<10) + "\r\n\r\n"}, "431"},
 	} {

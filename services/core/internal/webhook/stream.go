@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	json "github.com/go-json-experiment/json/v1"
 	"github.com/go-json-experiment/json/jsontext"
+	json "github.com/go-json-experiment/json/v1"
 )
 
 // streamAfter is the body size past which Decode streams: a body up to it
