@@ -62,7 +62,8 @@ func TestPlantedCredentialsNeverLeaveTheCore(t *testing.T) {
 	}
 	var logs lockedBuffer
 	st := openPG(t, dsn)
-	core, err := app.New(cfg, nil, app.Deps{Store: st, Log: logging.New(&logs, zapcore.DebugLevel), MaintainEvery: time.Hour})
+	core, err := app.New(cfg, nil, app.Deps{Store: st, Log: logging.New(&logs, zapcore.DebugLevel), MaintainEvery: time.Hour,
+		NotifyRetry: []time.Duration{time.Millisecond}, NotifyPoll: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
