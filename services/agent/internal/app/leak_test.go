@@ -1,14 +1,12 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,28 +16,11 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
 	"github.com/kubecrew/kubecrew/pkg/logging"
+	"github.com/kubecrew/kubecrew/pkg/logging/logtest"
 	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 	"github.com/kubecrew/kubecrew/services/agent/internal/app"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 )
-
-// lockedBuffer is a log sink tests read after the writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // planted are the credentials TestPlantedCredentialsNeverLeave puts in
 // every URL and secret setting: none may be read back anywhere.
@@ -74,7 +55,7 @@ func TestPlantedCredentialsNeverLeave(t *testing.T) {
 				"AUTH_TOKEN":         "PLANTED-authtoken-2b6", "READY_REQUIRE": "model",
 				"LLM_TIMEOUT": "3s", "SYNTHESIS_TIMEOUT": "2s", "DATABASE_URL": dsn,
 			}
-			var logs lockedBuffer
+			var logs logtest.Buffer
 			a := startLogged(t, env, &logs)
 			auth := []string{"Authorization", "Bearer PLANTED-authtoken-2b6"}
 			var seen []string
@@ -150,7 +131,7 @@ func postgresText(t *testing.T, dsn, runID string) []string {
 }
 
 // startLogged is start with the binary's logger writing to logs.
-func startLogged(t *testing.T, env map[string]string, logs *lockedBuffer) *agent {
+func startLogged(t *testing.T, env map[string]string, logs *logtest.Buffer) *agent {
 	t.Helper()
 	cfg, err := config.Load(envOf(env), app.LoadPersona)
 	if err != nil {

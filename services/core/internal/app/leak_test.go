@@ -1,13 +1,11 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,27 +13,11 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kubecrew/kubecrew/pkg/logging"
+	"github.com/kubecrew/kubecrew/pkg/logging/logtest"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/app"
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestPlantedCredentialsNeverLeaveTheCore (README, "Redaction"): the
 // agent's URL carries credentials in its userinfo and query and the agent
@@ -60,7 +42,7 @@ func TestPlantedCredentialsNeverLeaveTheCore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	st := openPG(t, dsn)
 	core, err := app.New(cfg, nil, app.Deps{Store: st, Log: logging.New(&logs, zapcore.DebugLevel), MaintainEvery: time.Hour,
 		NotifyRetry: []time.Duration{time.Millisecond}, NotifyPoll: 10 * time.Millisecond})
