@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/kubecrew/kubecrew/pkg/redact"
 )
 
 // WriteJSON writes v as the JSON answer with status code: the one JSON
@@ -16,7 +18,10 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// WriteError writes the error answer {"error": msg} with status code.
+// WriteError writes the error answer {"error": msg} with status code. An
+// error text quotes what failed (a URL, a setting), so msg passes the one
+// redaction first (README, "Redaction").
 func WriteError(w http.ResponseWriter, code int, msg string) {
+	msg, _ = redact.String(msg)
 	WriteJSON(w, code, ErrorBody{Error: msg})
 }

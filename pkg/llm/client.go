@@ -294,7 +294,7 @@ func (c *Client) attempt(ctx context.Context, r *route, req openai.ChatCompletio
 func (c *Client) classify(ctx, actx context.Context, cause error, r *route, st *attemptState,
 	resp openai.ChatCompletionResponse, err error) *Error {
 	mk := func(kind, msg string, cause error) *Error {
-		return &Error{Endpoint: r.Name, Kind: kind, Msg: redactKey(msg, r.APIKey), Err: cause}
+		return &Error{Endpoint: r.Name, Kind: kind, Msg: redactKey(msg, r.APIKey), Err: redactCause(cause)}
 	}
 	if err == nil {
 		if len(resp.Choices) == 0 {

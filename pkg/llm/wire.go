@@ -3,14 +3,18 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/redact"
 )
 
 // maxResponseBytes bounds how much of an answer is read.
@@ -44,7 +48,7 @@ func (w *wireDoer) Do(req *http.Request) (*http.Response, error) {
 		st.sent = true
 		if st.injectZeroTemperature && req.Body != nil {
 			if err := spliceZeroTemperature(req); err != nil {
-				return nil, &Error{Endpoint: w.ep.Name, Kind: KindInvalidRequest, Msg: fmt.Sprintf("request not sent to %s: %v", w.ep.label, err), Err: err}
+				return nil, &Error{Endpoint: w.ep.Name, Kind: KindInvalidRequest, Msg: redactKey(fmt.Sprintf("request not sent to %s: %v", w.ep.label, err), w.ep.APIKey), Err: redactCause(err)}
 			}
 		}
 	}
@@ -241,12 +245,27 @@ func oneLine(s string, limit int) string {
 	return s
 }
 
-// redactKey replaces an API key a server echoed back.
+// redactKey is every error text's one redaction: the API key a server
+// echoed back, then what redact.String finds (the URL's userinfo and
+// secret query parameters that net/http quotes in its errors, the
+// process's secret settings). An *Error's Msg always passed it (README,
+// "Redaction").
 func redactKey(s, key string) string {
-	if len(key) < 4 {
-		return s
+	if len(key) >= 4 {
+		s = strings.ReplaceAll(s, key, "[redacted]")
 	}
-	return strings.ReplaceAll(s, key, "[redacted]")
+	s, _ = redact.String(s)
+	return s
+}
+
+// redactCause redacts the URL a *url.Error quotes in place, so that the
+// cause an *Error wraps (errors.Unwrap, %+v) says no more than its Msg.
+func redactCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact.URL(ue.URL)
+	}
+	return err
 }
 
 // temperatureRejected reports whether a 400 is about the temperature

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kubecrew/kubecrew/pkg/redact"
 )
 
 // Result is one dependency's state.
@@ -65,11 +67,14 @@ func Evaluate(ctx context.Context, checks []Check, extra ...Failure) (int, map[s
 		if c.Required {
 			require = append(require, c.Name)
 		}
-		state := r.State
+		// /ready answers without a token: what a probe says passes the
+		// one redaction (README, "Redaction") before it is shown.
+		state, _ := redact.String(r.State)
 		if r.Err != nil {
-			state = "unusable: " + r.Err.Error()
+			why, _ := redact.String(r.Err.Error())
+			state = "unusable: " + why
 			if c.Required {
-				failing = append(failing, Failure{Dependency: c.Name, Error: r.Err.Error()})
+				failing = append(failing, Failure{Dependency: c.Name, Error: why})
 			} else {
 				state += " (not in READY_REQUIRE, so still ready)"
 			}

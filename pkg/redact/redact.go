@@ -140,7 +140,7 @@ func CountMarkers(s string) Counts {
 var knownKinds = map[Kind]bool{
 	KindPrivateKey: true, KindJWT: true, KindBearer: true, KindAuthorization: true, KindAWSKey: true, KindGCPKey: true,
 	KindToken: true, KindURLUserinfo: true, KindURLQuery: true, KindWebhook: true, KindPair: true, KindEnv: true,
-	KindConfigMapValue: true,
+	KindConfigMapValue: true, KindSetting: true,
 }
 
 // URL redacts a URL's userinfo and secret query parameters (LLM_BASE_URL in
@@ -164,4 +164,15 @@ func ConfigMapData[V any](data map[string]V, marker V, allow func(key string) bo
 		n++
 	}
 	return n
+}
+
+// Error is err's text for a response, a trace, a report, a log or a row:
+// an error quotes what failed (a URL with its userinfo, a setting), so its
+// text passes String. Nil is "".
+func Error(err error) string {
+	if err == nil {
+		return ""
+	}
+	out, _ := String(err.Error())
+	return out
 }

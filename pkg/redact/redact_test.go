@@ -2,6 +2,8 @@ package redact
 
 import (
 	"encoding/json"
+	"errors"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -132,5 +134,29 @@ func TestWriter(t *testing.T) {
 	got := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(got) != 2 || got[0] != strings.TrimSpace(lines[0]) || strings.Contains(got[1], "Pl4nted") || !json.Valid([]byte(got[1])) {
 		t.Fatalf("log:\n%s", b.String())
+	}
+}
+
+func TestKnown(t *testing.T) {
+	Known("https://hooks.example.com/hooks/T0KEN-abcdef-123456", "tok-3456789", "short", "postgres://u:dbpass-123@db/kubecrew_production")
+	for _, tc := range []struct{ in, want string }{
+		{`Post "https://hooks.example.com/hooks/T0KEN-abcdef-123456": refused`, `Post "[REDACTED:setting]": refused`},
+		{`Post "http://other/hooks/T0KEN-abcdef-123456?x=1": refused`, `Post "http://other[REDACTED:setting]?x=1": refused`},
+		{"token tok-3456789 and short", "token [REDACTED:setting] and short"},
+		{"password dbpass-123 for db kubecrew_production", "password [REDACTED:setting] for db kubecrew_production"},
+	} {
+		if got, _ := String(tc.in); got != tc.want {
+			t.Errorf("String(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestError(t *testing.T) {
+	if got := Error(nil); got != "" {
+		t.Errorf("Error(nil) = %q", got)
+	}
+	err := &url.Error{Op: "Post", URL: "http://u:p4ss@h/v1?api-key=k3y", Err: errors.New("refused")}
+	if got := Error(err); strings.Contains(got, "p4ss") || strings.Contains(got, "k3y") {
+		t.Errorf("Error(%v) = %q: the credential is shown", err, got)
 	}
 }

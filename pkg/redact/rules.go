@@ -18,6 +18,7 @@ type span struct {
 type rule func(s, lower string) []span
 
 var rules = []rule{
+	findKnown,
 	anchored([]string{"-----BEGIN"}, false, false, privateKeyRE, 0, KindPrivateKey, nil, 0),
 	findURLs,
 	anchored([]string{"eyJ"}, false, false, jwtRE, 0, KindJWT, nil, 8192),

@@ -67,7 +67,7 @@ func OpenPostgres(ctx context.Context, url string, log *zap.Logger, opts ...Opti
 	pcancel()
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: connect to %s: %w", redact(cfg), err)
+		return nil, fmt.Errorf("postgres: connect to %s: %w", pgAddress(cfg), err)
 	}
 	schema, err := migrate(ctx, pool, log)
 	if err != nil {
@@ -117,7 +117,7 @@ func poolConfig(url string, o options) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-func redact(cfg *pgxpool.Config) string {
+func pgAddress(cfg *pgxpool.Config) string {
 	return fmt.Sprintf("%s@%s:%d/%s", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 }
 

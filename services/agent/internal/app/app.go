@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubecrew/kubecrew/agents"
+	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/buildinfo"
 	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
@@ -26,6 +27,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/persona"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/report"
 	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
@@ -63,6 +65,9 @@ type Options struct {
 	ExtraTools []tools.Tool
 	// Store overrides DATABASE_URL (tests).
 	Store store.AgentStore
+	// Timeouts override the HTTP server's (tests shorten them); nil is
+	// api.DefaultTimeouts of RUN_TIMEOUT.
+	Timeouts *api.Timeouts
 }
 
 // App is one agent process.
@@ -103,8 +108,9 @@ type App struct {
 	a2aTraces  *a2aclient.Traces
 	a2aMetrics *a2aclient.Metrics
 
-	closers []func()
-	httpSrv *http.Server
+	closers  []func()
+	httpSrv  *http.Server
+	timeouts api.Timeouts
 
 	// bg is the context of background loops (pulse timer, reconnects);
 	// Shutdown cancels it first.
@@ -119,9 +125,18 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	// The secret settings are redacted by value wherever text leaves the
+	// process (README, "Redaction"), before anything is served.
+	redact.Known(cfg.SecretValues()...)
 	p := cfg.Persona
 	log = log.With(zap.String("agent", p.Slug))
 	a := &App{Config: cfg, Log: log, Reg: prometheus.NewRegistry()}
+	// A blocking POST /run (and A2A message/send, /mcp) answers within
+	// RUN_TIMEOUT: that bounds every write (README, "Authentication").
+	a.timeouts = api.DefaultTimeouts(cfg.RunTimeout)
+	if o.Timeouts != nil {
+		a.timeouts = *o.Timeouts
+	}
 	a.bg, a.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	a.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every kubecrew metric of an agent carries agent="<slug>" (README
@@ -349,11 +364,7 @@ func (a *App) info(set tools.Set, model string) Info {
 
 // Serve serves HTTP on l until Shutdown.
 func (a *App) Serve(l net.Listener) error {
-	a.httpSrv = &http.Server{
-		Handler:           a.Server,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
+	a.httpSrv = api.NewServer(a.Server, a.timeouts)
 	err := a.httpSrv.Serve(l)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

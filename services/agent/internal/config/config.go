@@ -502,6 +502,19 @@ func (c *Config) Settings() map[string]Setting {
 	return out
 }
 
+// SecretValues are the values of the secret settings that are set: the
+// app hands them to redact.Known, so that one without a recognisable shape
+// is redacted wherever it is quoted (README, "Redaction").
+func (c *Config) SecretValues() []string {
+	var out []string
+	for name, s := range c.settings {
+		if sp, _ := lookupSpec(name); sp.kind == kSecret && s.Value != "" {
+			out = append(out, s.Value)
+		}
+	}
+	return out
+}
+
 func redactSecret(name, v string) string {
 	if name == "DATABASE_URL" || strings.HasSuffix(name, "_WEBHOOK_URL") {
 		if u, err := url.Parse(v); err == nil && u.Host != "" {

@@ -442,7 +442,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 		}
 	}
 	if o.err != nil {
-		res.Error = o.err.Error()
+		res.Error, _ = redact.String(o.err.Error())
 	}
 	res.Lifecycle = e.lifecycle(bg, r, finished)
 	if len(findings) > 0 {

@@ -171,6 +171,10 @@ func (r *Run) Event(ctx context.Context, typ string, data any) {
 	if err != nil {
 		raw, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
 	}
+	// The trace is read by the core, its pages and reports: every event
+	// (an error's text included) passes the one redaction, value by value
+	// so it stays JSON (README, "Redaction").
+	raw, _ = redact.JSON(raw)
 	r.mu.Lock()
 	r.seq++
 	ev := store.Event{RunID: r.ID, Seq: r.seq, Time: r.e.now().UTC(), Type: typ, Data: raw}

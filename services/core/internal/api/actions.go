@@ -15,6 +15,7 @@ import (
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/killswitch"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
@@ -114,7 +115,7 @@ func (s *server) fanOut(ctx context.Context, want kapi.ActionsSwitch, set bool) 
 			}
 			out[i] = AgentSwitch{Slug: a.Slug}
 			if err != nil {
-				out[i].Error = err.Error()
+				out[i].Error = redact.Error(err)
 				return
 			}
 			out[i].State = &got
@@ -156,7 +157,7 @@ func (s *server) proposals(w http.ResponseWriter, r *http.Request) {
 	seen := map[string]bool{}
 	for i, p := range parts {
 		if p.err != nil {
-			unreachable[s.Fleet[i].Slug] = p.err.Error()
+			unreachable[s.Fleet[i].Slug] = redact.Error(p.err)
 			continue
 		}
 		for _, it := range p.items {

@@ -250,7 +250,7 @@ func (s *server) agent(ctx context.Context, a Registered) AgentView {
 	raw, err := s.Agents.Info(ctx, a.Slug)
 	v.LatencyMS = time.Since(start).Milliseconds()
 	if err != nil {
-		v.Status, v.Error = "down", redactText(err.Error())
+		v.Status, v.Error = "down", redact.Error(err)
 		return v
 	}
 	var in info
@@ -333,9 +333,4 @@ func (s *server) run(w http.ResponseWriter, r *http.Request) {
 		res.Findings = []kapi.Finding{}
 	}
 	WriteJSON(w, code, res)
-}
-
-func redactText(s string) string {
-	out, _ := redact.String(s)
-	return out
 }

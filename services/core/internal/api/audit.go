@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
 )
@@ -138,7 +139,7 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 			case errors.Is(err, dispatch.ErrNotSupported):
 				f.src.Status, f.src.Error = "unsupported", "agent has no GET /a2a/log (404)"
 			case err != nil:
-				f.src.Status, f.src.Error = "down", err.Error()
+				f.src.Status, f.src.Error = "down", redact.Error(err)
 			}
 			for n, e := range entries {
 				at, id := entryMeta(e)

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/pkg/tracereport"
 	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
@@ -153,7 +154,7 @@ func (s *server) agentRuns(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, http.StatusBadRequest, "agent %s: %s", slug, se.Msg)
 			return
 		}
-		WriteError(w, http.StatusBadGateway, "agent %s: %s", slug, redactText(err.Error()))
+		WriteError(w, http.StatusBadGateway, "agent %s: %s", slug, redact.Error(err))
 		return
 	}
 	if p.Items == nil {

@@ -17,15 +17,26 @@ type EventSource interface {
 // browsers keep it open.
 const keepAlive = 15 * time.Second
 
+// streamWrite bounds one write of the event stream.
+const streamWrite = 10 * time.Second
+
 // events is GET /api/v1/events: every decision and investigation change
 // from now on as Server-Sent Events ("event: decision" or "event:
 // investigation", "data:" the change as one line of JSON). A browser's
 // EventSource reconnects by itself (retry: 3s).
 func (s *server) events(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		WriteError(w, http.StatusInternalServerError, "this server cannot stream")
-		return
+	// The stream outlives the server's WriteTimeout: each write sets its
+	// own deadline instead, so a reader that stops reading is cut after
+	// streamWrite and one that reads stays (README, "Authentication").
+	rc := http.NewResponseController(w)
+	write := func(format string, args ...any) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(streamWrite)); err != nil {
+			return false
+		}
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
 	}
 	ch, cancel := s.Events.Subscribe()
 	defer cancel()
@@ -33,9 +44,14 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
+	if err := rc.SetWriteDeadline(time.Now().Add(streamWrite)); err != nil {
+		WriteError(w, http.StatusInternalServerError, "this server cannot stream: %v", err)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
-	_, _ = fmt.Fprint(w, "retry: 3000\n: connected\n\n")
-	fl.Flush()
+	if !write("retry: 3000\n: connected\n\n") {
+		return
+	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {
@@ -43,18 +59,13 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case e, ok := <-ch:
-			if !ok {
+			if !ok || !write("event: %s\ndata: %s\n\n", e.Kind, e.Data) {
 				return
 			}
-			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Kind, e.Data); err != nil {
-				return
-			}
-			fl.Flush()
 		case <-tick.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			if !write(": keep-alive\n\n") {
 				return
 			}
-			fl.Flush()
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/lifecycle"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
 )
@@ -72,7 +73,7 @@ func (s *server) findingLives(w http.ResponseWriter, r *http.Request) {
 			case errors.Is(err, dispatch.ErrNotSupported):
 				src.Status = "unsupported"
 			case err != nil:
-				src.Status, src.Error = "down", err.Error()
+				src.Status, src.Error = "down", redact.Error(err)
 			}
 			answers[i] = answer{items, src}
 		}()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/services/core/internal/dispatch"
 )
 
@@ -106,7 +107,7 @@ func (s *server) prs(w http.ResponseWriter, r *http.Request) {
 			case errors.Is(err, dispatch.ErrNotSupported):
 				src.Status, src.Error = "unsupported", "agent has no GET /prs (404)"
 			case err != nil:
-				src.Status, src.Error = "down", redactText(err.Error())
+				src.Status, src.Error = "down", redact.Error(err)
 			case l.Forge == "":
 				src.Status = "no_forge"
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
@@ -60,6 +61,9 @@ type Deps struct {
 	// chain polling (tests); nil/0: the notifier's defaults.
 	NotifyRetry []time.Duration
 	NotifyPoll  time.Duration
+	// Timeouts override the HTTP server's (tests shorten them); nil is
+	// api.DefaultTimeouts of AGENT_CALL_TIMEOUT.
+	Timeouts *kapi.Timeouts
 }
 
 // peerStore is a store shared with other core replicas that carries
@@ -128,6 +132,9 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 	if d.Log == nil {
 		d.Log = zap.NewNop()
 	}
+	// The secret settings are redacted by value wherever text leaves the
+	// process (README, "Redaction"), before anything is served.
+	redact.Known(cfg.SecretValues...)
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -234,7 +241,7 @@ func (a *App) router() (http.Handler, error) {
 		// (README.md, "Authentication"); a signed-in dashboard may GET.
 		r.Use(dash.CookieOr(tokens.Middleware("kubecrew-core")))
 		r.With(kapi.AllowQuery()).Get("/info", a.info)
-		r.Method(http.MethodPost, "/api/v1/alerts", webhook.Handler(a.pipe, a.d.Log, a.metrics))
+		r.Method(http.MethodPost, "/api/v1/alerts", webhook.Handler(a.pipe, a.d.Log, a.metrics, a.cfg.WebhookMaxBytes))
 		api.Routes(r, a.apiDeps)
 	})
 	return r, nil
@@ -309,16 +316,16 @@ func (a *App) Start(ctx context.Context) error {
 		return fmt.Errorf("LISTEN_ADDR %s: %w", a.cfg.ListenAddr, err)
 	}
 	a.ln = ln
-	a.srv = &http.Server{
-		Handler:           a.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		// No WriteTimeout: a manual run is answered after up to
-		// AGENT_CALL_TIMEOUT.
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-		ErrorLog:    zap.NewStdLog(a.d.Log.Named("http")),
+	// A manual run is answered within AGENT_CALL_TIMEOUT: that bounds
+	// every write but the event stream's, which sets its own (README,
+	// "Authentication").
+	t := kapi.DefaultTimeouts(a.cfg.CallTimeout)
+	if a.d.Timeouts != nil {
+		t = *a.d.Timeouts
 	}
+	a.srv = kapi.NewServer(a.handler, t)
+	a.srv.BaseContext = func(net.Listener) context.Context { return context.WithoutCancel(ctx) }
+	a.srv.ErrorLog = zap.NewStdLog(a.d.Log.Named("http"))
 	a.serveErr = make(chan error, 1)
 	go func() {
 		err := a.srv.Serve(ln)

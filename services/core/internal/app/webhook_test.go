@@ -15,7 +15,8 @@ import (
 
 func TestWebhookRejectsBadBodies(t *testing.T) {
 	t.Parallel()
-	c := newCore(t, coreOpts{})
+	// The cap is a setting (ALERT_WEBHOOK_MAX_BYTES, 32Mi by default).
+	c := newCore(t, coreOpts{env: map[string]string{"ALERT_WEBHOOK_MAX_BYTES": "1Mi"}})
 	valid := `{"version":"4","status":"firing","receiver":"core","groupKey":"g","alerts":[{"status":"firing","fingerprint":"f1","labels":{"alertname":"A"},"startsAt":"2026-11-30T11:00:00Z","endsAt":"0001-01-01T00:00:00Z"}]}`
 	tests := []struct {
 		name string
@@ -180,7 +181,7 @@ func TestOneBadAlertBlocksNothing(t *testing.T) {
 // body over its route's limit is a 413 on every route that takes one.
 func TestBadIDsAndBodiesOnTheWire(t *testing.T) {
 	t.Parallel()
-	c := newCore(t, coreOpts{store: openPG(t, pgSchema(t))})
+	c := newCore(t, coreOpts{store: openPG(t, pgSchema(t)), env: map[string]string{"ALERT_WEBHOOK_MAX_BYTES": "1Mi"}})
 	for _, p := range []string{"/api/v1/investigations/a%00b", "/api/v1/investigations/%00/report", "/api/v1/investigations/a%01",
 		"/api/v1/investigations/%C2%85", "/api/v1/alerts?cursor=%00", "/api/v1/audit?agent=x%00"} {
 		code, b := call(t, http.MethodGet, c.URL+p, nil)

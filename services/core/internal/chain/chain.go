@@ -9,6 +9,7 @@ import (
 	"time"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/tracereport"
 )
 
@@ -57,7 +58,7 @@ func (f Follower) Follow(ctx context.Context, first tracereport.Link) []tracerep
 		var ar kapi.RunView // an agent's GET /runs/{id}
 		switch {
 		case err != nil:
-			run.FetchError = err.Error()
+			run.FetchError = redact.Error(err)
 		case json.Unmarshal(raw, &ar) != nil:
 			run.FetchError = "the agent's answer is not a run"
 		default:

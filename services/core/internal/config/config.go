@@ -30,6 +30,8 @@ const (
 	DefaultCallTimeout     = 600 * time.Second
 	DefaultCooldown        = 30 * time.Minute
 	DefaultNotifySettle    = 2 * time.Minute
+	// DefaultWebhookMaxBytes is webhook.MaxBodyBytes as the setting reads.
+	DefaultWebhookMaxBytes = "32Mi"
 	// ModelCallCeiling is the floor of one model call through the gateway:
 	// a caller that hangs up sooner throws away finished work.
 	ModelCallCeiling = 400 * time.Second
@@ -69,6 +71,8 @@ type Config struct {
 	// (CORE_REPLICAS): with more than one, a core serving from memory
 	// would dedupe alone, so it is not ready.
 	Replicas int
+	// WebhookMaxBytes caps a webhook body (ALERT_WEBHOOK_MAX_BYTES).
+	WebhookMaxBytes int64
 	// ReadyRequire lists the dependencies /ready requires (READY_REQUIRE:
 	// store, or none).
 	ReadyRequire map[string]bool
@@ -88,6 +92,9 @@ type Config struct {
 
 	// Settings are the effective values for /info, secrets redacted.
 	Settings map[string]Setting
+	// SecretValues are the secret settings' values that are set: the app
+	// hands them to redact.Known (README, "Redaction").
+	SecretValues []string
 	// Unknown are environment variables with the core's prefixes that are
 	// not settings (CheckEnviron); Warnings say so, for the log and /info.
 	Unknown  []settings.Unknown
@@ -143,6 +150,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.CallTimeout >= c.Cooldown {
 		return Config{}, fmt.Errorf("AGENT_CALL_TIMEOUT (%s) must be less than ALERT_COOLDOWN (%s): otherwise an alert becomes eligible for a second investigation while the first is still running", c.CallTimeout, c.Cooldown)
 	}
+	if c.WebhookMaxBytes, err = byteSize(or(getenv("ALERT_WEBHOOK_MAX_BYTES"), DefaultWebhookMaxBytes)); err != nil {
+		return Config{}, fmt.Errorf("ALERT_WEBHOOK_MAX_BYTES: %w", err)
+	}
 	c.Replicas = 1
 	if v := strings.TrimSpace(getenv("CORE_REPLICAS")); v != "" {
 		if c.Replicas, err = strconv.Atoi(v); err != nil || c.Replicas < 1 {
@@ -189,6 +199,11 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	c.Settings = effective(getenv)
+	for name := range secrets {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			c.SecretValues = append(c.SecretValues, v)
+		}
+	}
 	return c, nil
 }
 
@@ -334,4 +349,20 @@ func flushInterval(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("DECISION_FLUSH_INTERVAL: %s is outside 0…%s", d, MaxFlushInterval)
 	}
 	return d, nil
+}
+
+// byteSize reads a size in bytes, or in Ki or Mi (1024-based), of at
+// least 64Ki: an Alertmanager webhook of one alert fits.
+func byteSize(v string) (int64, error) {
+	num, mult := strings.TrimSpace(v), int64(1)
+	for suffix, m := range map[string]int64{"Ki": 1 << 10, "Mi": 1 << 20} {
+		if n, ok := strings.CutSuffix(num, suffix); ok {
+			num, mult = n, m
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 1 || n > (1<<40)/mult || n*mult < 64<<10 {
+		return 0, fmt.Errorf("%q is not a size of at least 64Ki (bytes, or a number with Ki or Mi)", v)
+	}
+	return n * mult, nil
 }

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/settings"
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
@@ -27,6 +28,7 @@ var Specs = []settings.Spec{
 	{Name: "AUTH_TOKEN", Help: "bearer token every route but /health, /ready and /metrics needs"},
 	{Name: "AUTH_READ_TOKEN", Help: "optional read-only bearer token: opens GET routes only (dashboards)"},
 	{Name: "LOG_LEVEL", Default: "info", Help: "debug|info|warn|error"},
+	{Name: "ALERT_WEBHOOK_MAX_BYTES", Default: DefaultWebhookMaxBytes, Help: "largest Alertmanager webhook body taken (bytes, or Ki/Mi); larger is 413. Match Alertmanager's max_alerts to it (README, Storms)"},
 	{Name: "CORE_REPLICAS", Default: "1", Help: "core processes sharing DATABASE_URL; above 1 an unusable database makes /ready fail"},
 	{Name: "READY_REQUIRE", Default: DepStore, Help: "dependencies /ready requires: store, or none"},
 	{Name: "DISCORD_WEBHOOK_URL", Help: "Discord webhook: each finished investigation is posted once (routes' notify chooses the chats)"},
@@ -69,6 +71,10 @@ func effective(getenv func(string) string) map[string]Setting {
 		}
 		if secrets[s.Name] && v != "" {
 			v = redactSecret(v)
+		} else {
+			// AGENT_PEERS, PEER_URL_TEMPLATE…: userinfo and secret query
+			// parameters go (README, "Redaction").
+			v, _ = redact.String(v)
 		}
 		out[s.Name] = Setting{Value: v, Source: src}
 	}

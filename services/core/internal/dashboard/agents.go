@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
 )
 
@@ -64,7 +65,7 @@ func (s *Dashboard) agent(w http.ResponseWriter, r *http.Request) {
 		}
 		var p api.ListAnswer[kapi.RunResult]
 		if err := s.api.get(r.Context(), "/api/v1/agents/"+url.PathEscape(slug)+"/runs", q, &p); err != nil {
-			d.RunsErr = err.Error()
+			d.RunsErr = redact.Error(err)
 			return nil
 		}
 		d.Runs, d.RunsNext = p.Items, p.NextCursor
@@ -73,7 +74,7 @@ func (s *Dashboard) agent(w http.ResponseWriter, r *http.Request) {
 	g.do("a2a", func() error {
 		var a api.AuditAnswer
 		if err := s.api.get(r.Context(), "/api/v1/audit", url.Values{"limit": {"500"}}, &a); err != nil {
-			d.A2AErr = err.Error()
+			d.A2AErr = redact.Error(err)
 			return nil
 		}
 		for _, it := range a.Items {

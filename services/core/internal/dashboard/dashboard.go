@@ -23,6 +23,7 @@ import (
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 )
 
 //go:embed templates/*.html
@@ -130,7 +131,7 @@ func (s *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if ae, ok := err.(*APIError); ok && ae.Code >= 400 && ae.Code < 500 {
 		code = ae.Code
 	}
-	s.render(w, r, code, "error", page{Title: http.StatusText(code), Data: err.Error()})
+	s.render(w, r, code, "error", page{Title: http.StatusText(code), Data: redact.Error(err)})
 }
 
 type navItem struct{ Key, Href, Label string }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/services/core/internal/api"
 )
 
@@ -75,7 +76,7 @@ func (g *gather) do(what string, fn func() error) {
 		defer g.wg.Done()
 		if err := fn(); err != nil {
 			g.mu.Lock()
-			g.partial = append(g.partial, what+": "+err.Error())
+			g.partial = append(g.partial, what+": "+redact.Error(err))
 			g.mu.Unlock()
 		}
 	}()
@@ -181,12 +182,12 @@ func (s *Dashboard) agentRows(ctx context.Context, as []api.AgentView) []agentRo
 			var running, pulse api.ListAnswer[kapi.RunResult]
 			path := "/api/v1/agents/" + url.PathEscape(a.Slug) + "/runs"
 			if err := s.api.get(ctx, path, url.Values{"status": {kapi.StatusRunning}, "limit": {"50"}}, &running); err != nil {
-				rows[i].RunsError = err.Error()
+				rows[i].RunsError = redact.Error(err)
 				return
 			}
 			rows[i].Busy = len(running.Items)
 			if err := s.api.get(ctx, path, url.Values{"workflow_type": {kapi.WorkflowPulseTask}, "limit": {"1"}}, &pulse); err != nil {
-				rows[i].RunsError = err.Error()
+				rows[i].RunsError = redact.Error(err)
 				return
 			}
 			if len(pulse.Items) > 0 {

@@ -157,6 +157,7 @@ func (p *Pipeline) Process(ctx context.Context, m webhook.Message) ([]store.Aler
 		problems[i] = a.Problem()
 	}
 	incs := p.incidents(ctx, m, problems)
+	p.truncated(m, incs)
 	for i, a := range m.Alerts {
 		if why := problems[i]; why != "" {
 			d, err := p.reject(ctx, i, a, why)
@@ -175,6 +176,30 @@ func (p *Pipeline) Process(ctx context.Context, m webhook.Message) ([]store.Aler
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// truncated honours Alertmanager's truncatedAlerts (a group past the
+// route's max_alerts): the alerts it left out are counted in the group's
+// largest firing incident, so its context says how many alerts the
+// incident has, and logged (README, "Storms").
+func (p *Pipeline) truncated(m webhook.Message, incs []*incident) {
+	if m.TruncatedAlerts <= 0 {
+		return
+	}
+	var most *incident
+	for _, inc := range incs {
+		if inc != nil && inc.firing > 0 && (most == nil || inc.firing > most.firing) {
+			most = inc
+		}
+	}
+	key := ""
+	if most != nil {
+		most.inc.total += m.TruncatedAlerts
+		key = most.key
+	}
+	p.o.Log.Warn("Alertmanager truncated the group: the alerts it left out are counted, not decided",
+		zap.String("group_key", m.GroupKey), zap.Int("truncated_alerts", m.TruncatedAlerts), zap.Int("alerts", len(m.Alerts)),
+		zap.String("counted_in", key))
 }
 
 // reject records a rejected alert's decision. What it echoes of the alert

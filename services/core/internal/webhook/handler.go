@@ -27,9 +27,9 @@ func FromStore(d store.AlertDecision) api.AlertDecision {
 
 // Handler serves POST /api/v1/alerts. It answers as soon as every alert is
 // decided and recorded; dispatch runs in the background. 400 for bodies
-// Alertmanager must not retry, 413 over MaxBodyBytes, 500 when a decision
-// could not be recorded (Alertmanager retries).
-func Handler(p Processor, log *zap.Logger, m *metrics.Metrics) http.Handler {
+// Alertmanager must not retry, 413 over maxBody bytes (WEBHOOK_MAX_BYTES),
+// 500 when a decision could not be recorded (Alertmanager retries).
+func Handler(p Processor, log *zap.Logger, m *metrics.Metrics, maxBody int64) http.Handler {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -38,14 +38,14 @@ func Handler(p Processor, log *zap.Logger, m *metrics.Metrics) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		code := serve(w, r, p, log)
+		code := serve(w, r, p, log, maxBody)
 		m.WebhookRequests.WithLabelValues(strconv.Itoa(code)).Inc()
 		m.WebhookDuration.Observe(time.Since(start).Seconds())
 	})
 }
 
-func serve(w http.ResponseWriter, r *http.Request, p Processor, log *zap.Logger) int {
-	msg, err := Decode(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+func serve(w http.ResponseWriter, r *http.Request, p Processor, log *zap.Logger, maxBody int64) int {
+	msg, err := Decode(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var tl *TooLargeError
 		var br *BadRequestError

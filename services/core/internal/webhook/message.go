@@ -28,8 +28,9 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
-// MaxBodyBytes caps a webhook body.
-const MaxBodyBytes = 1 << 20
+// MaxBodyBytes is the default cap of a webhook body (WEBHOOK_MAX_BYTES):
+// a storm of 10,000 alerts of about 1 KB each fits, with room.
+const MaxBodyBytes = 32 << 20
 
 // Message is Alertmanager's webhook body, version 4. Unknown fields are
 // accepted: newer Alertmanagers add some (notification_reason in 0.28+).
@@ -57,6 +58,9 @@ type Alert struct {
 	EndsAt       time.Time         `json:"endsAt"`
 	GeneratorURL string            `json:"generatorURL"`
 	Fingerprint  string            `json:"fingerprint"`
+	// hash is ContentHash taken before Bound cut the annotations (a
+	// streamed storm's alert); "" when it is to be computed.
+	hash string
 }
 
 // Alertname is the alert's alertname label.
@@ -71,6 +75,9 @@ func (a Alert) Namespace() string { return a.Labels["namespace"] }
 // in name order, the same for annotations: the stored states' hashes
 // (alert_state.content_hash) stay valid across versions.
 func (a Alert) ContentHash() string {
+	if a.hash != "" {
+		return a.hash
+	}
 	var buf [512]byte
 	b := appendMap(buf[:0], "labels", a.Labels)
 	b = appendMap(b, "annotations", a.Annotations)
@@ -117,7 +124,7 @@ func badf(format string, args ...any) error {
 	return &BadRequestError{Msg: fmt.Sprintf(format, args...)}
 }
 
-// TooLargeError is a body over MaxBodyBytes (HTTP 413).
+// TooLargeError is a body over the cap (HTTP 413).
 type TooLargeError struct{ Limit int64 }
 
 func (e *TooLargeError) Error() string {
@@ -128,10 +135,11 @@ func (e *TooLargeError) Error() string {
 // message keeps is copied out of them).
 var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// Decode reads and validates one webhook body. The body is read whole
-// (at most MaxBodyBytes: r is an http.MaxBytesReader) and decoded in one
-// pass; only a body that does not decode is read again, as a stream, to
-// say what is wrong with it.
+// Decode reads and validates one webhook body (r is an
+// http.MaxBytesReader: the cap is its limit). A body up to streamAfter is
+// read whole and decoded in one pass; only a body that does not decode is
+// read again, as a stream, to say what is wrong with it. A larger one is
+// decoded as it is read, alert by alert (decodeStream).
 func Decode(r io.Reader) (Message, error) {
 	buf := bodies.Get().(*bytes.Buffer)
 	buf.Reset()
@@ -140,11 +148,14 @@ func Decode(r io.Reader) (Message, error) {
 			bodies.Put(buf)
 		}
 	}()
-	if _, err := buf.ReadFrom(r); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(r, int64(streamAfter)+1)); err != nil {
 		if tooLarge(err) {
-			return Message{}, &TooLargeError{Limit: MaxBodyBytes}
+			return Message{}, tooLargeError(err)
 		}
 		return Message{}, err
+	}
+	if buf.Len() > streamAfter {
+		return decodeStream(io.MultiReader(bytes.NewReader(buf.Bytes()), r))
 	}
 	var m Message
 	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
@@ -184,6 +195,13 @@ func explain(body []byte) error {
 func tooLarge(err error) bool {
 	var mbe *http.MaxBytesError
 	return errors.As(err, &mbe)
+}
+
+// tooLargeError is the 413 of a read that passed the cap.
+func tooLargeError(err error) error {
+	var mbe *http.MaxBytesError
+	errors.As(err, &mbe)
+	return &TooLargeError{Limit: mbe.Limit}
 }
 
 // Validate checks the message as a whole: what makes it no Alertmanager
