@@ -55,6 +55,9 @@ type Options struct {
 	// Cluster (the agent's CLUSTER_NAME), the namespace and the name.
 	Paths   []PathTemplate
 	Cluster string
+	// OOMKills reads the OOM kill a memory bump needs, right before its
+	// PR (checkOOMKill); nil: not checked.
+	OOMKills OOMKillReader
 }
 
 // firstDirs expands the path templates for one workload.
@@ -222,12 +225,21 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", loc.Path, err)
 	}
+	kill, err := s.checkOOMKill(ctx, req, kind, loc.Path, old)
+	if err != nil {
+		s.opts.Logger.Info("gitops: memory bump refused: precondition", zap.String("path", loc.Path), zap.Error(err))
+		return nil, err
+	}
 	factor := req.Factor
 	if factor == 0 {
 		factor = DefaultFactor
 	}
 	prop := Proposal{Kind: kind, Namespace: req.Namespace, Name: req.Name, Container: req.Container,
 		Path: loc.Path, Old: old, New: nv, Factor: factor, Evidence: req.Reason, FindingKey: key, Author: me}
+	if kill != nil {
+		prop.Evidence = strings.TrimSpace(fmt.Sprintf("read from the cluster right before this PR: container %s of pod %s OOM-killed at limit %s. %s",
+			kill.Container, kill.Pod, kill.Limit, req.Reason))
+	}
 	target := tools.Change{Namespace: req.Namespace, Kind: kind, Name: req.Name, Container: req.Container,
 		Old: old, New: nv, Change: spliceDiff(loc.Path, loc.Content, out)}
 	if s.opts.Envelope != nil {
