@@ -172,20 +172,9 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 	if err := tools.CheckTarget(ctx, req.Kind, req.Namespace, req.Name); err != nil {
 		return nil, err
 	}
-	if req.Namespace == "" || req.Kind == "" || req.Name == "" || req.Container == "" {
-		return nil, errors.New("namespace, kind, name and container are all required")
-	}
-	kind := CanonicalKind(req.Kind)
-	if kind == "" || kind == "Pod" {
-		return nil, fmt.Errorf("kind %q: a memory bump changes a workload's pod template (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob); for a bare pod change its owner", req.Kind)
-	}
-	if s.opts.IsFleetWorkload(req.Namespace, kind, req.Name) {
-		return nil, fmt.Errorf("%s %s/%s is part of the kubecrew fleet itself; agents never change their own workloads — a person must", kind, req.Namespace, req.Name)
-	}
-	if req.Factor != 0 {
-		if err := checkFactor(req.Factor); err != nil {
-			return nil, err
-		}
+	kind, err := s.checkBumpRequest(req)
+	if err != nil {
+		return nil, err
 	}
 	key := req.FindingKey
 	if key == "" {
@@ -269,6 +258,26 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 		return nil, fmt.Errorf("PR #%d opened, but its diff could not be read: %w", pr.Number, err)
 	}
 	return &BumpResult{PR: pr, Path: loc.Path, How: loc.How, Old: old, New: nv, Diff: d, Stale: stale}, nil
+}
+
+// checkBumpRequest validates a bump request and returns its canonical kind.
+func (s *Service) checkBumpRequest(req BumpRequest) (string, error) {
+	if req.Namespace == "" || req.Kind == "" || req.Name == "" || req.Container == "" {
+		return "", errors.New("namespace, kind, name and container are all required")
+	}
+	kind := CanonicalKind(req.Kind)
+	if kind == "" || kind == "Pod" {
+		return "", fmt.Errorf("kind %q: a memory bump changes a workload's pod template (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob); for a bare pod change its owner", req.Kind)
+	}
+	if s.opts.IsFleetWorkload(req.Namespace, kind, req.Name) {
+		return "", fmt.Errorf("%s %s/%s is part of the kubecrew fleet itself; agents never change their own workloads — a person must", kind, req.Namespace, req.Name)
+	}
+	if req.Factor != 0 {
+		if err := checkFactor(req.Factor); err != nil {
+			return "", err
+		}
+	}
+	return kind, nil
 }
 
 // recentlyMerged returns a merged PR on branch opened within the settle
