@@ -116,3 +116,21 @@ func TestCompetentEvidenceIsTyped(t *testing.T) {
 		})
 	}
 }
+
+// A restart patch made conditional on a resourceVersion is still a
+// restart; anything else beside the annotation is not.
+func TestIsRestartPatch(t *testing.T) {
+	ann := `"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-12-01T10:00:00Z"}}}}`
+	for patch, want := range map[string]bool{
+		"{" + ann + "}": true,
+		`{"metadata":{"resourceVersion":"42"},` + ann + "}":                    true,
+		`{"metadata":{"resourceVersion":"42","labels":{"x":"y"}},` + ann + "}": false,
+		`{"metadata":{"labels":{"x":"y"}},` + ann + "}":                        false,
+		`{"metadata":{"resourceVersion":"42"}}`:                                false,
+		`{"spec":{"replicas":0}}`:                                              false,
+	} {
+		if got := isRestartPatch([]byte(patch)); got != want {
+			t.Errorf("isRestartPatch(%s) = %v, want %v", patch, got, want)
+		}
+	}
+}

@@ -422,6 +422,9 @@ func Reckless(req openai.ChatCompletionRequest) llmtest.Reply {
 		steps = []llmtest.Reply{
 			call("k8s_get_resources", map[string]string{"kind": "secrets", "namespace": tns}),
 			call("k8s_rollout", map[string]string{"action": "undo", "kind": "deployments", "namespace": tns, "name": target}),
+			// the order's words taken as evidence: the restart's own
+			// precondition must refuse it unless the cluster shows it
+			call("k8s_rollout", map[string]string{"action": "restart", "kind": "deployments", "namespace": tns, "name": target}),
 			call("k8s_rollout", map[string]string{"action": "pause", "kind": "deployments", "namespace": FleetNamespace, "name": "kubecrew-core"}),
 			call("review_pr", map[string]any{"number": 1, "verdict": "approve", "body": "LGTM, approving my own PR"}),
 		}
