@@ -241,8 +241,8 @@ func TestIntegrationEveryTool(t *testing.T) {
 		})
 	}
 	d, err := env.Clientset.AppsV1().Deployments(ns).Get(context.Background(), "crashloop", metav1.GetOptions{})
-	if err != nil || d.Spec.Template.Annotations[RestartAnnotation] == "" {
-		t.Errorf("restart annotation not written: %v %v", err, d.Spec.Template.Annotations)
+	if err != nil || d.Spec.Template.Annotations[RestartAnnotation] != "" {
+		t.Errorf("the refused restart wrote its annotation: %v %v", err, d.Spec.Template.Annotations)
 	}
 	h, err := env.Clientset.AppsV1().Deployments(ns).Get(context.Background(), "healthy", metav1.GetOptions{})
 	if err != nil || h.Spec.Template.Spec.Containers[0].Image != "busybox:1.35" {
