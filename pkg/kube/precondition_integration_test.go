@@ -18,9 +18,11 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 )
 
-// touchConfigAfter writes ConfigMap name's data until the API server
-// records the write (its managedFields time, whole seconds) strictly after
-// after: a real configuration write that postdates the pods.
+// touchConfigAfter writes ConfigMap name until the API server records
+// the write (lastDataWrite, whole seconds) strictly after after: a real
+// configuration write that postdates the pods. A test API server may keep
+// no managedFields, where only a creation counts: the ConfigMap is then
+// created again.
 func touchConfigAfter(t *testing.T, cs kubernetes.Interface, ns, name string, after time.Time) {
 	t.Helper()
 	n := 0
@@ -33,8 +35,11 @@ func touchConfigAfter(t *testing.T, cs kubernetes.Interface, ns, name string, af
 			return true, nil
 		}
 		n++
-		cm.Data = map[string]string{"v": strconv.Itoa(n)}
-		_, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{FieldManager: "test-writer"})
+		if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			return false, err
+		}
+		_, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Data: map[string]string{"v": strconv.Itoa(n)}}, metav1.CreateOptions{})
 		return false, err
 	})
 	if err != nil {
