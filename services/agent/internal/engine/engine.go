@@ -227,7 +227,7 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 		return nil, fmt.Errorf("loading persona: %w", err)
 	}
 	mode := tools.ModeInteractive
-	if api.Autonomous(req.WorkflowType) {
+	if api.Autonomous(req.WorkflowType) || req.Unattended {
 		mode = tools.ModeAutonomous
 	}
 	set, removed := e.opts.Tools.ForMode(mode)

@@ -196,6 +196,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	if !DecodeStrict(w, r, &req) {
 		return
 	}
+	// A run is a person's (interactive) only for a caller the write token
+	// let in, never by what its body says (README.md, "Authentication").
+	if !httpauth.Writer(r.Context()) {
+		req.Unattended = true
+	}
 	run, err := s.d.Engine.Start(r.Context(), req)
 	var ve *engine.ValidationError
 	var busy *api.BusyError
