@@ -356,6 +356,7 @@ func pageOf(ctx context.Context, url string) (string, int) {
 	if err != nil {
 		return "", 0
 	}
+	setAuth(req)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", 0
