@@ -67,7 +67,7 @@ type Config struct {
 	// AuthDisabled (AUTH_DISABLED=true) is the only way to start without
 	// AUTH_TOKEN (README.md, "Authentication").
 	AuthDisabled bool
-	LogLevel      zapcore.Level
+	LogLevel     zapcore.Level
 	// Replicas is how many core processes share DATABASE_URL
 	// (CORE_REPLICAS): with more than one, a core serving from memory
 	// would dedupe alone, so it is not ready.
