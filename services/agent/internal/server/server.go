@@ -184,6 +184,10 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if draining {
 		body["shutdown"] = "draining"
 	}
+	// Without a token: which dependency fails, never its address.
+	if s.d.Auth.Check(r) == httpauth.None {
+		body = readiness.Public(body)
+	}
 	WriteJSON(w, code, body)
 }
 

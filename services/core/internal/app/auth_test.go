@@ -97,3 +97,42 @@ func TestBodyReadOnlyAfterAuth(t *testing.T) {
 		t.Fatalf("walk: %v, %d routes with a body", err, n)
 	}
 }
+
+// TestEveryPageSendsSecurityHeaders: every answer of the core — pages,
+// the login form, redirects, static files, the API, a 404 — carries a
+// Content-Security-Policy that forbids framing, Referrer-Policy and
+// X-Content-Type-Options: nosniff; the pages' policy lets their own
+// script and styles load (issue 31, case 6).
+func TestEveryPageSendsSecurityHeaders(t *testing.T) {
+	open := newCore(t, coreOpts{})
+	secured := newCore(t, coreOpts{env: map[string]string{"AUTH_TOKEN": "full-s3cret"}})
+	for _, tc := range []struct {
+		c          *testCore
+		path, want string // want: in the CSP
+	}{
+		{open, "/", "script-src 'self'"},
+		{open, "/alerts", "style-src 'self'"},
+		{open, "/investigations", "script-src 'self'"},
+		{open, "/agents", "script-src 'self'"},
+		{open, "/static/dash.js", "default-src 'none'"},
+		{open, "/static/dash.css", "default-src 'none'"},
+		{open, "/api/v1/agents", "default-src 'none'"},
+		{open, "/no/such/page", "default-src 'none'"},
+		{secured, "/login", "form-action 'self'"},
+		{secured, "/alerts", "default-src 'none'"}, // the redirect to /login
+	} {
+		req := newRequest(t, http.MethodGet, tc.c.URL+tc.path, nil, "Accept", "text/html")
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, tc.want) {
+			t.Errorf("GET %s (%d): Content-Security-Policy %q, want frame-ancestors 'none' and %s", tc.path, resp.StatusCode, csp, tc.want)
+		}
+		if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") == "" {
+			t.Errorf("GET %s (%d): X-Content-Type-Options %q, Referrer-Policy %q", tc.path, resp.StatusCode, h.Get("X-Content-Type-Options"), h.Get("Referrer-Policy"))
+		}
+	}
+}
