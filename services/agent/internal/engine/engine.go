@@ -106,6 +106,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]*Run
+	took    []time.Duration // the last recentRuns finished runs' durations (capacity.go)
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -496,6 +497,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	r.mu.Unlock()
 	e.mu.Lock()
 	delete(e.running, r.ID)
+	e.recordTookLocked(e.now().Sub(r.Started))
 	e.mu.Unlock()
 	close(r.done)
 }
