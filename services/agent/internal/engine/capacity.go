@@ -53,6 +53,14 @@ func (r *Run) left(now time.Time) time.Duration {
 // frees.
 const recentRuns = 16
 
+// release frees r's slot and keeps how long it took.
+func (e *Engine) release(r *Run) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.running, r.ID)
+	e.recordTookLocked(e.now().Sub(r.Started))
+}
+
 // recordTookLocked keeps a finished run's duration. e.mu is held.
 func (e *Engine) recordTookLocked(d time.Duration) {
 	if len(e.took) == recentRuns {

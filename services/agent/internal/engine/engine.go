@@ -495,10 +495,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	r.mu.Lock()
 	r.result = res
 	r.mu.Unlock()
-	e.mu.Lock()
-	delete(e.running, r.ID)
-	e.recordTookLocked(e.now().Sub(r.Started))
-	e.mu.Unlock()
+	e.release(r)
 	close(r.done)
 }
 
