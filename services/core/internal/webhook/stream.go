@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 	json "github.com/go-json-experiment/json/v1"
@@ -108,6 +109,9 @@ func decodeAlerts(dec *jsontext.Decoder) ([]Alert, error) {
 		var a Alert
 		if err := json.Unmarshal(raw, &a); err != nil {
 			return nil, fieldError(err)
+		}
+		if !utf8.Valid(raw) {
+			a.markInvalidUTF8()
 		}
 		if !withinBounds(a.Annotations) {
 			a.hash = a.ContentHash()

@@ -74,3 +74,24 @@ func FuzzStreamMatchesWhole(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamRejectsInvalidUTF8InALabel: a streamed storm flags the alert
+// whose own bytes were no UTF-8 and the decoder repaired in a label; a
+// U+FFFD an alert sends as such, in bytes that are UTF-8, is a character.
+func TestStreamRejectsInvalidUTF8InALabel(t *testing.T) {
+	streaming(t)
+	alert := func(fp, pod, ann string) string {
+		return `{"status":"firing","fingerprint":"` + fp + `","labels":{"alertname":"A","pod":"` + pod + `"},"annotations":{"summary":"s` + ann + `"}}`
+	}
+	body := `{"version":"4","status":"firing","alerts":[` + alert("f1", "web-\xff", "") + `,` +
+		alert("f2", "web-2", "\xff") + `,` + alert("f3", "web-\uFFFD", "") + `]}`
+	m, err := Decode(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"label pod holds invalid UTF-8", "", ""} {
+		if got := m.Alerts[i].Problem(); (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("alert %d: Problem() = %q, want %q", i+1, got, want)
+		}
+	}
+}
