@@ -113,34 +113,30 @@ func rawLists(tb testing.TB, c *Client) map[string]time.Duration {
 	core, apps := c.cs.CoreV1(), c.cs.AppsV1()
 	none := metav1.ListOptions{}
 	warn := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", corev1.EventTypeWarning).String()}
-	pages := 0
 	out := map[string]time.Duration{}
-	timed := func(name string, f func() error) {
+	timed := func(name string, f func(p pager) error) {
+		pages, n := 0, 0
 		t0 := time.Now()
-		if err := f(); err != nil {
+		if err := f(pager{timeout: time.Minute, pages: &pages, n: &n}); err != nil {
 			tb.Fatalf("raw list %s: %v", name, err)
 		}
 		out[name] = time.Since(t0)
 	}
-	timed(listPods, func() error {
-		_, err := pageAll(ctx, none, core.Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items },
-			func(l *corev1.PodList) metav1.ListMeta { return l.ListMeta }, &pages)
-		return err
+	timed(listPods, func(p pager) error {
+		return pageEach(ctx, p, none, core.Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items },
+			func(l *corev1.PodList) metav1.ListMeta { return l.ListMeta }, func([]corev1.Pod) {})
 	})
-	timed(listDeployments, func() error {
-		_, err := pageAll(ctx, none, apps.Deployments("").List, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items },
-			func(l *appsv1.DeploymentList) metav1.ListMeta { return l.ListMeta }, &pages)
-		return err
+	timed(listDeployments, func(p pager) error {
+		return pageEach(ctx, p, none, apps.Deployments("").List, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items },
+			func(l *appsv1.DeploymentList) metav1.ListMeta { return l.ListMeta }, func([]appsv1.Deployment) {})
 	})
-	timed(listReplicaSets, func() error {
-		_, err := pageAll(ctx, none, apps.ReplicaSets("").List, func(l *appsv1.ReplicaSetList) []appsv1.ReplicaSet { return l.Items },
-			func(l *appsv1.ReplicaSetList) metav1.ListMeta { return l.ListMeta }, &pages)
-		return err
+	timed(listReplicaSets, func(p pager) error {
+		return pageEach(ctx, p, none, apps.ReplicaSets("").List, func(l *appsv1.ReplicaSetList) []appsv1.ReplicaSet { return l.Items },
+			func(l *appsv1.ReplicaSetList) metav1.ListMeta { return l.ListMeta }, func([]appsv1.ReplicaSet) {})
 	})
-	timed("warning-events", func() error {
-		_, err := pageAll(ctx, warn, core.Events("").List, func(l *corev1.EventList) []corev1.Event { return l.Items },
-			func(l *corev1.EventList) metav1.ListMeta { return l.ListMeta }, &pages)
-		return err
+	timed("warning-events", func(p pager) error {
+		return pageEach(ctx, p, warn, core.Events("").List, func(l *corev1.EventList) []corev1.Event { return l.Items },
+			func(l *corev1.EventList) metav1.ListMeta { return l.ListMeta }, func([]corev1.Event) {})
 	})
 	return out
 }
