@@ -112,7 +112,7 @@ func (a *analysis) event(e *corev1.Event) {
 
 // keptEvent copies what evidence reads of an event.
 func keptEvent(e *corev1.Event) *corev1.Event {
-	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: e.Name, Namespace: e.Namespace}, Reason: e.Reason, Message: e.Message,
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: e.Name, Namespace: e.Namespace, CreationTimestamp: e.CreationTimestamp}, Reason: e.Reason, Message: e.Message,
 		Count: e.Count, Series: e.Series, LastTimestamp: e.LastTimestamp, EventTime: e.EventTime, FirstTimestamp: e.FirstTimestamp,
 		InvolvedObject: e.InvolvedObject, Type: e.Type}
 }
