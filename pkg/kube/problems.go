@@ -197,6 +197,7 @@ type ProblemReport struct {
 	Churn    Churn
 	Focus    *FocusStatus
 	maxChars int
+	requests int // List requests the sweep made (the benchmark's figure)
 }
 
 // Healthy reports a complete sweep that found nothing.
@@ -302,7 +303,7 @@ func (c *Client) ClusterProblems(ctx context.Context, opts ProblemOptions) (*Pro
 		}
 	}
 	missing := c.missingNamespaces(ctx, s, opts)
-	rep := &ProblemReport{Problems: a.result(), Coverage: a.coverage(), Churn: a.churn, maxChars: opts.MaxChars}
+	rep := &ProblemReport{Problems: a.result(), Coverage: a.coverage(), Churn: a.churn, maxChars: opts.MaxChars, requests: s.pages}
 	c.attachConfigEvidence(ctx, rep.Problems, opts.ListTimeout)
 	if opts.Namespace != "" && missing[opts.Namespace] {
 		rep.Coverage.Missing = "namespace " + opts.Namespace + " does not exist"

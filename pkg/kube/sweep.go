@@ -75,12 +75,19 @@ func (c *Client) sweep(ctx context.Context, a *analysis, timeout time.Duration) 
 		})}
 	warn := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", corev1.EventTypeWarning).String()}
 	events := map[string]lister{listEvents: listEach(warn, core.Events(ns).List,
-		func(l *corev1.EventList) []corev1.Event { return l.Items }, func(l *corev1.EventList) metav1.ListMeta { return l.ListMeta },
+		func(l *corev1.EventList) []corev1.Event {
+			// the field selector did this on a real server; kept for any that ignore it
+			out := l.Items[:0]
+			for _, e := range l.Items {
+				if e.Type == corev1.EventTypeWarning {
+					out = append(out, e)
+				}
+			}
+			return out
+		}, func(l *corev1.EventList) metav1.ListMeta { return l.ListMeta },
 		func(page []corev1.Event) {
 			for i := range page {
-				if page[i].Type == corev1.EventTypeWarning { // the field selector did this on a real server
-					a.event(&page[i])
-				}
+				a.event(&page[i])
 			}
 		})}
 	first := c.runLists(ctx, s, &mu, small, timeout, nil)
