@@ -345,12 +345,12 @@ type analysis struct {
 	s        *snapshot
 	opts     ProblemOptions
 	now      time.Time
-	rsOwner  map[string]owner // ns/rs -> its controller
+	rsOwner  map[uint64]owner // keyHash(ns, ReplicaSet, name) -> its controller
 	jobOwn   map[string]owner // ns/job -> its controller
 	podOwn   map[uint64]owner // keyHash(ns, Pod, name) -> top owner
-	exists   map[string]bool  // ns/Kind/name of listed workloads
-	fleet    map[string]bool  // ns/Kind/name of kubecrew's own workloads
-	avail    map[string][2]int32
+	exists   map[uint64]bool  // hashKey(ns/Kind/name) of listed workloads
+	fleet    map[uint64]bool  // hashKey(ns/Kind/name) of kubecrew's own workloads
+	avail    map[uint64][2]int32
 	groups   map[string]*Problem
 	byOwner  map[string][]*Problem // ns/Kind/name -> its problems
 	listedAt keySet                // every listed object (events about others are about gone objects)
@@ -369,7 +369,7 @@ type analysis struct {
 func newAnalysis(s *snapshot, opts ProblemOptions, now time.Time) *analysis {
 	return &analysis{s: s, opts: opts, now: now,
 		rsOwner: s.rsOwner, jobOwn: map[string]owner{}, podOwn: map[uint64]owner{},
-		exists: map[string]bool{}, fleet: map[string]bool{}, avail: map[string][2]int32{}, groups: map[string]*Problem{},
+		exists: map[uint64]bool{}, fleet: map[uint64]bool{}, avail: map[uint64][2]int32{}, groups: map[string]*Problem{},
 		byOwner: map[string][]*Problem{}, listedAt: keySet{},
 		svcPods: map[string]*svcPods{}, svcByNS: map[string][]*svcPods{}, pendingClaims: map[string]bool{}, usedBy: map[string]string{},
 		churn: Churn{ByReason: map[string]int{}, ByNamespace: map[string]int{}}}
@@ -408,17 +408,16 @@ func (a *analysis) indexWorkloads() {
 	for _, ws := range [][]workload{a.s.deps, a.s.sts, a.s.dss} {
 		for _, w := range ws {
 			k := wkey(w.ns, w.kind, w.name)
-			a.exists[k] = true
-			a.avail[k] = [2]int32{w.avail, w.desired}
+			a.exists[hashKey(k)] = true
+			a.avail[hashKey(k)] = [2]int32{w.avail, w.desired}
 			if w.fleet {
-				a.fleet[k] = true
+				a.fleet[hashKey(k)] = true
 			}
 			a.listedAt.add(w.ns, w.kind, w.name)
 		}
 	}
-	for k := range a.rsOwner {
-		ns, name, _ := strings.Cut(k, "/")
-		a.listedAt.add(ns, "ReplicaSet", name)
+	for k := range a.rsOwner { // the same hash as listedAt's
+		a.listedAt[k] = struct{}{}
 	}
 	for i := range a.s.jobs {
 		j := &a.s.jobs[i]
@@ -465,7 +464,7 @@ func (a *analysis) topOwner(p *corev1.Pod) owner {
 	}
 	switch ref.Kind {
 	case "ReplicaSet":
-		if o, ok := a.rsOwner[p.Namespace+"/"+ref.Name]; ok {
+		if o, ok := a.rsOwner[keyHash(p.Namespace, "ReplicaSet", ref.Name)]; ok {
 			return o
 		}
 	case "Job":

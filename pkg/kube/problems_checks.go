@@ -345,7 +345,7 @@ func (a *analysis) checkHPAs() {
 		var why []string
 		if gs := a.byOwner[tk]; len(gs) > 0 {
 			why = append(why, "target "+gs[0].Reason)
-		} else if av := a.avail[tk]; a.exists[tk] && av[0] < av[1] {
+		} else if av := a.avail[hashKey(tk)]; a.exists[hashKey(tk)] && av[0] < av[1] {
 			why = append(why, fmt.Sprintf("target available %d/%d", av[0], av[1]))
 		}
 		why = append(why, metricsAbove(h)...)

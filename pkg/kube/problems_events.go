@@ -33,7 +33,7 @@ func (a *analysis) eventOwner(e *corev1.Event) (ns string, o owner, gone bool) {
 			return ns, po, false
 		}
 	case "ReplicaSet":
-		if ro, ok := a.rsOwner[ns+"/"+io.Name]; ok {
+		if ro, ok := a.rsOwner[keyHash(ns, "ReplicaSet", io.Name)]; ok {
 			return ns, ro, false
 		}
 	case "Job":
@@ -171,7 +171,7 @@ func (a *analysis) focus(ref ObjectRef, nsMissing bool, problems []Problem) *Foc
 		fs.State, fs.Summary = "missing", "no "+ref.Kind+" "+ref.Name+" exists now (deleted or renamed since the alert fired?)"
 	default:
 		fs.State, fs.Summary = "recovered", "looks recovered now: no current problem"
-		if av, ok := a.avail[key]; ok && a.exists[key] {
+		if av, ok := a.avail[hashKey(key)]; ok && a.exists[hashKey(key)] {
 			fs.Summary += fmt.Sprintf(", %d/%d available", av[0], av[1])
 		}
 	}

@@ -51,10 +51,9 @@ var clusterLists = map[string]bool{listNodes: true, listStorageClasses: true, li
 
 // pageSize bounds one List response, and so the memory one list holds at
 // a time: each page is reduced to what the checks read before the next is
-// asked for (README "Memory and cluster size"). Measured on the issue-#12
-// fixture, 1,000-item pages keep the 1x sweep as fast as 5,000-item ones
-// while a 20x cluster's pages cost no more memory than a 1x one's.
-const pageSize = 1000
+// asked for (README "Memory and cluster size"): a 20x cluster's pages
+// then cost no more memory than a 1x one's (bench_test.go has the figures).
+const pageSize = 500
 
 // workload is what the checks read of a Deployment, StatefulSet or
 // DaemonSet (reduced as its page arrives).
@@ -72,7 +71,7 @@ type workload struct {
 // each list that failed.
 type snapshot struct {
 	deps, sts, dss []workload
-	rsOwner        map[string]owner // ns/rs -> its controller
+	rsOwner        map[uint64]owner // keyHash(ns, ReplicaSet, name) -> its controller
 	jobs           []batchv1.Job
 	cronJobs       [][2]string // namespace, name
 	nodes          []corev1.Node
@@ -91,7 +90,7 @@ type snapshot struct {
 }
 
 func newSnapshot() *snapshot {
-	return &snapshot{rsOwner: map[string]owner{}, errs: map[string]error{}, listed: map[string]bool{}, counts: map[string]int{}}
+	return &snapshot{rsOwner: map[uint64]owner{}, errs: map[string]error{}, listed: map[string]bool{}, counts: map[string]int{}}
 }
 
 func (s *snapshot) count(list string) int { return s.counts[list] }

@@ -62,16 +62,16 @@ func collectPods(t *testing.T, f *pagedPods, gate <-chan struct{}) ([]string, in
 
 func TestPageEachFollowsContinue(t *testing.T) {
 	t.Parallel()
-	const total = 2345
+	const total = 4*pageSize + 345 // five pages
 	cases := []struct {
 		name      string
 		expireAt  int
 		wantPages int
 	}{
-		{"three pages", 0, 3},
-		// the token of the third page expired: the list starts again and
-		// skips the 2,000 pods already handed on
-		{"410 Gone restarts", 2 * pageSize, 6},
+		{"five pages", 0, 5},
+		// the token of the third page expired (the 410 is a request): the
+		// list starts again and skips the pods already handed on
+		{"410 Gone restarts", 2 * pageSize, 2 + 1 + 5},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

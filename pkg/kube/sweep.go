@@ -32,7 +32,7 @@ var keySeed = maphash.MakeSeed()
 // keyHash stands for a ns/Kind/name key in the sets a sweep keeps per
 // listed object (64 bits: a collision among a cluster's objects is
 // vanishingly unlikely, and would only move one event into the churn).
-func keyHash(ns, kind, name string) uint64 {
+func keyHash(ns, kind, name string) uint64 { // == hashKey(wkey(ns, kind, name))
 	var h maphash.Hash
 	h.SetSeed(keySeed)
 	_, _ = h.WriteString(ns)
@@ -42,6 +42,9 @@ func keyHash(ns, kind, name string) uint64 {
 	_, _ = h.WriteString(name)
 	return h.Sum64()
 }
+
+// hashKey is keyHash of a wkey.
+func hashKey(k string) uint64 { return maphash.String(keySeed, k) }
 
 // keySet holds ns/Kind/name keys by their hash.
 type keySet map[uint64]struct{}
@@ -187,7 +190,7 @@ func (c *Client) smallListers(s *snapshot, ns string) map[string]lister {
 			func(page []appsv1.ReplicaSet) {
 				for i := range page {
 					rs := &page[i]
-					s.rsOwner[rs.Namespace+"/"+rs.Name] = ownerOf(rs.OwnerReferences, "ReplicaSet", rs.Name)
+					s.rsOwner[keyHash(rs.Namespace, "ReplicaSet", rs.Name)] = ownerOf(rs.OwnerReferences, "ReplicaSet", rs.Name)
 				}
 			}),
 		listJobs: listEach(none, cs.BatchV1().Jobs(ns).List,
@@ -317,6 +320,9 @@ const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 
 func newWorkload(m metav1.ObjectMeta, kind string, tmpl map[string]string, desired, ready, avail int32, paused bool,
 	conds []appsv1.DeploymentCondition) workload {
+	if avail >= desired || paused { // the conditions are read only of a workload short of replicas
+		conds = nil
+	}
 	return workload{ns: m.Namespace, kind: kind, name: m.Name, tmpl: tmpl, desired: desired, ready: ready, avail: avail, paused: paused,
 		conds: conds, fleet: m.Labels[FleetLabel] == FleetValue || tmpl[FleetLabel] == FleetValue}
 }
@@ -324,7 +330,18 @@ func newWorkload(m metav1.ObjectMeta, kind string, tmpl map[string]string, desir
 // ownerOf is an object's controller, or the object itself.
 func ownerOf(refs []metav1.OwnerReference, kind, name string) owner {
 	if ref := controllerRef(refs); ref != nil {
-		return owner{ref.Kind, ref.Name}
+		return owner{internKind(ref.Kind), ref.Name}
 	}
 	return owner{kind, name}
+}
+
+// internKind shares one string for the kinds owners usually are (each
+// decoded reference has its own copy otherwise).
+func internKind(k string) string {
+	for _, known := range []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Node"} {
+		if k == known {
+			return known
+		}
+	}
+	return k
 }
