@@ -34,9 +34,13 @@ type Limit struct {
 }
 
 // Apply sets the runtime's memory limit from the cgroup under root unless
-// GOMEMLIMIT is set (the runtime has read it then). An unreadable or
-// unlimited cgroup sets nothing.
+// GOMEMLIMIT is set (the runtime has read it then; a nil getenv reads
+// the process environment). An unreadable or unlimited cgroup sets
+// nothing.
 func Apply(root string, getenv func(string) string) (Limit, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	if v := getenv("GOMEMLIMIT"); v != "" {
 		return Limit{Bytes: debug.SetMemoryLimit(-1), Source: "GOMEMLIMIT"}, nil
 	}
