@@ -24,6 +24,12 @@ if [ "${1:-}" = side-by-side ]; then exit 0; fi
 run pkg 'BenchmarkClusterProblems$' 5x
 # five times the cluster (3,000 namespaces, ~35,000 objects; loading takes minutes): BENCH_5X=1
 if [ "${BENCH_5X:-}" = 1 ]; then run pkg 'BenchmarkClusterProblems5x$' 3x; fi
+# twenty times (~25,000 pods, ~71,000 Warning events; loading takes ~10 minutes): BENCH_20X=1;
+# KUBECREW_AGENT_BIN=<agent binary> adds the peak RSS of `agent scan` on each cluster
+if [ "${BENCH_20X:-}" = 1 ]; then
+	echo "== pkg (BenchmarkClusterProblems20x$)"
+	(cd pkg && go test -run '^$' -bench 'BenchmarkClusterProblems20x$' -benchtime 1x -count 1 -timeout 60m ./kube 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)')
+fi
 run services/agent 'BenchmarkStartToReady' 20x
 # one alert triage in model mode (eval.Competent on the fixtures): model calls and estimated prompt tokens
 run services/agent 'BenchmarkTriage' 5x

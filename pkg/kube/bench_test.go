@@ -3,10 +3,13 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -113,34 +116,30 @@ func rawLists(tb testing.TB, c *Client) map[string]time.Duration {
 	core, apps := c.cs.CoreV1(), c.cs.AppsV1()
 	none := metav1.ListOptions{}
 	warn := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", corev1.EventTypeWarning).String()}
-	pages := 0
 	out := map[string]time.Duration{}
-	timed := func(name string, f func() error) {
+	timed := func(name string, f func(p pager) error) {
+		pages, n := 0, 0
 		t0 := time.Now()
-		if err := f(); err != nil {
+		if err := f(pager{timeout: time.Minute, pages: &pages, n: &n}); err != nil {
 			tb.Fatalf("raw list %s: %v", name, err)
 		}
 		out[name] = time.Since(t0)
 	}
-	timed(listPods, func() error {
-		_, err := pageAll(ctx, none, core.Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items },
-			func(l *corev1.PodList) metav1.ListMeta { return l.ListMeta }, &pages)
-		return err
+	timed(listPods, func(p pager) error {
+		return pageEach(ctx, p, none, core.Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items },
+			func(l *corev1.PodList) metav1.ListMeta { return l.ListMeta }, func([]corev1.Pod) {})
 	})
-	timed(listDeployments, func() error {
-		_, err := pageAll(ctx, none, apps.Deployments("").List, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items },
-			func(l *appsv1.DeploymentList) metav1.ListMeta { return l.ListMeta }, &pages)
-		return err
+	timed(listDeployments, func(p pager) error {
+		return pageEach(ctx, p, none, apps.Deployments("").List, func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items },
+			func(l *appsv1.DeploymentList) metav1.ListMeta { return l.ListMeta }, func([]appsv1.Deployment) {})
 	})
-	timed(listReplicaSets, func() error {
-		_, err := pageAll(ctx, none, apps.ReplicaSets("").List, func(l *appsv1.ReplicaSetList) []appsv1.ReplicaSet { return l.Items },
-			func(l *appsv1.ReplicaSetList) metav1.ListMeta { return l.ListMeta }, &pages)
-		return err
+	timed(listReplicaSets, func(p pager) error {
+		return pageEach(ctx, p, none, apps.ReplicaSets("").List, func(l *appsv1.ReplicaSetList) []appsv1.ReplicaSet { return l.Items },
+			func(l *appsv1.ReplicaSetList) metav1.ListMeta { return l.ListMeta }, func([]appsv1.ReplicaSet) {})
 	})
-	timed("warning-events", func() error {
-		_, err := pageAll(ctx, warn, core.Events("").List, func(l *corev1.EventList) []corev1.Event { return l.Items },
-			func(l *corev1.EventList) metav1.ListMeta { return l.ListMeta }, &pages)
-		return err
+	timed("warning-events", func(p pager) error {
+		return pageEach(ctx, p, warn, core.Events("").List, func(l *corev1.EventList) []corev1.Event { return l.Items },
+			func(l *corev1.EventList) metav1.ListMeta { return l.ListMeta }, func([]corev1.Event) {})
 	})
 	return out
 }
@@ -153,8 +152,14 @@ func rawLists(tb testing.TB, c *Client) map[string]time.Duration {
 func BenchmarkClusterProblems(b *testing.B) { benchLarge(b, 1) }
 
 // BenchmarkClusterProblems5x is the same at five times the size (3,000
-// namespaces, ~6,200 pods, ~18,000 Warning events), with the peak heap.
+// namespaces, ~6,200 pods, ~18,000 Warning events).
 func BenchmarkClusterProblems5x(b *testing.B) { benchLarge(b, 5) }
+
+// BenchmarkClusterProblems20x is the same at twenty times the size
+// (12,000 namespaces, ~25,000 pods, ~71,000 Warning events); loading it
+// takes minutes, so run it alone with -benchtime=1x. Its peak heap is
+// the figure README "Memory and cluster size" sizes the limits from.
+func BenchmarkClusterProblems20x(b *testing.B) { benchLarge(b, 20) }
 
 func benchLarge(b *testing.B, scale int) {
 	env, prefix, planted := loadedLarge(b, scale)
@@ -170,8 +175,10 @@ func benchLarge(b *testing.B, scale int) {
 		rawSum += d
 	}
 	runtime.GC()
+	debug.FreeOSMemory()
+	rss := resetPeakRSS()
 	peak := newPeakHeap()
-	chars, recall, fp := 0, 0, 0
+	chars, recall, fp, requests := 0, 0, 0, 0
 	cpu0, srv0 := selfCPU(), serverCPU(env)
 	b.ResetTimer()
 	t0 := time.Now()
@@ -182,6 +189,7 @@ func benchLarge(b *testing.B, scale int) {
 		}
 		out := r.Render()
 		chars = utf8.RuneCountInString(out)
+		requests = r.requests
 		if i == 0 {
 			recall, fp = checkLargeReport(b, r, prefix, planted)
 		}
@@ -193,6 +201,17 @@ func benchLarge(b *testing.B, scale int) {
 		b.ReportMetric(float64(s-srv0)/float64(time.Millisecond)/float64(b.N), "apiserver-cpu-ms/op")
 	}
 	b.ReportMetric(float64(peak.stop())/(1<<20), "peak-heap-MiB")
+	if rss {
+		b.ReportMetric(float64(peakRSS())/(1<<20), "peak-rss-MiB")
+	}
+	b.ReportMetric(float64(requests), "requests/op")
+	for i, bin := range strings.FieldsFunc(os.Getenv("KUBECREW_AGENT_BIN"), func(r rune) bool { return r == ',' }) {
+		unit := "agent-scan-rss-MiB"
+		if i > 0 { // a second binary (the one to compare with)
+			unit = fmt.Sprintf("agent%d-scan-rss-MiB", i+1)
+		}
+		b.ReportMetric(agentRSS(b, bin, env.Kubeconfig), unit)
+	}
 	b.ReportMetric(float64(chars), "chars")
 	b.ReportMetric(float64(recall), "recall")
 	b.ReportMetric(float64(len(planted)), "planted")
@@ -232,6 +251,49 @@ func newPeakHeap() *peakHeap {
 }
 
 func (p *peakHeap) stop() uint64 { close(p.done); return <-p.max }
+
+// agentRSS runs an agent binary (KUBECREW_AGENT_BIN, comma-separated:
+// go build ./services/agent) as `agent scan` against kubeconfig, once,
+// and returns its peak resident memory in MiB.
+func agentRSS(tb testing.TB, bin, kubeconfig string) float64 {
+	cmd := exec.Command(bin, "scan", "--kubeconfig", kubeconfig, "--output", "json", "--fail-on", "critical")
+	cmd.Env = append(os.Environ(), "AGENT_PERSONA=noor")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		tb.Fatalf("agent scan: %v", err)
+	}
+	if cmd.ProcessState.ExitCode() == 2 {
+		tb.Fatalf("agent scan could not check: %s", out[:min(len(out), 2000)])
+	}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024 // KiB on Linux
+}
+
+// resetPeakRSS resets the kernel's resident high-water mark of this
+// process (Linux clear_refs 5); false where that is not possible.
+func resetPeakRSS() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// peakRSS is the resident high-water mark (VmHWM) in bytes since the
+// last reset, or 0.
+func peakRSS() int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
 
 func selfCPU() time.Duration {
 	var ru syscall.Rusage

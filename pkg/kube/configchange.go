@@ -167,8 +167,9 @@ func (g *Problem) notePod(p *corev1.Pod) {
 	if s := podStart(p); s.After(g.podsStarted) {
 		g.podsStarted = s
 	}
-	if g.podSpec == nil {
-		g.podSpec = &p.Spec
+	if g.podSpec == nil { // a copy: a pointer into the pod would hold its whole listed page
+		spec := corev1.PodSpec{InitContainers: p.Spec.InitContainers, Containers: p.Spec.Containers, Volumes: p.Spec.Volumes}
+		g.podSpec = &spec
 	}
 }
 

@@ -475,11 +475,6 @@ func (c *Client) describeEvents(ctx context.Context, d *describer, ref objectRef
 	if len(related) == 1 { // only the object itself: let the server filter
 		opts.FieldSelector = "involvedObject.name=" + ref.name + ",involvedObject.kind=" + kindNames[ref.kind]
 	}
-	l, err := c.cs.CoreV1().Events(ns).List(ctx, opts)
-	if err != nil {
-		d.line(0, "Events", "not listed: "+c.apiErr(err, "list events").Error())
-		return
-	}
 	var own []*corev1.Event
 	type group struct {
 		reason, typ, msg string
@@ -488,13 +483,12 @@ func (c *Client) describeEvents(ctx context.Context, d *describer, ref objectRef
 		objects          map[string]bool
 	}
 	groups := map[string]*group{}
-	for i := range l.Items {
-		e := &l.Items[i]
+	err := c.eachEvent(ctx, ns, opts, func(e *corev1.Event) {
 		io := e.InvolvedObject
 		isSelf := io.Kind == kindNames[ref.kind] && io.Name == ref.name
 		switch {
 		case isSelf:
-			own = append(own, e)
+			own = append(own, keptEvent(e))
 		case related[io.UID]:
 			g := groups[e.Type+"/"+e.Reason]
 			if g == nil {
@@ -507,6 +501,10 @@ func (c *Client) describeEvents(ctx context.Context, d *describer, ref objectRef
 				g.last, g.msg = ls, e.Message
 			}
 		}
+	})
+	if err != nil {
+		d.line(0, "Events", "not listed: "+c.apiErr(err, "list events").Error())
+		return
 	}
 	sortEventsNewestFirst(own)
 	if len(own) == 0 {

@@ -86,25 +86,29 @@ func (c *Client) GetEvents(ctx context.Context, a GetEventsArgs) (string, error)
 	if len(sel) > 0 {
 		opts.FieldSelector = fields.AndSelectors(sel...).String()
 	}
-	l, err := c.cs.CoreV1().Events(a.Namespace).List(ctx, opts)
-	if err != nil {
-		return "", c.apiErr(err, "list events in "+scope(a.Namespace))
-	}
 	now := c.now()
 	cutoff := now.Add(-since)
-	var evs []*corev1.Event
-	for i := range l.Items {
-		e := &l.Items[i]
+	var evs []*corev1.Event // the newest limit so far, copied (a page is not held)
+	total := 0
+	err = c.eachEvent(ctx, a.Namespace, opts, func(e *corev1.Event) {
 		// the field selector already filtered; checked again so a server
 		// (or fake) that ignored it cannot widen the answer
 		if (a.Type != "" && e.Type != a.Type) || (a.Reason != "" && e.Reason != a.Reason) ||
 			(kind != "" && e.InvolvedObject.Kind != kind) || (a.Name != "" && e.InvolvedObject.Name != a.Name) {
-			continue
+			return
 		}
 		if eventLastSeen(e).Before(cutoff) {
-			continue
+			return
 		}
-		evs = append(evs, e)
+		total++
+		evs = append(evs, keptEvent(e))
+		if len(evs) >= 4*limit {
+			sortEventsNewestFirst(evs)
+			evs = evs[:limit]
+		}
+	})
+	if err != nil {
+		return "", c.apiErr(err, "list events in "+scope(a.Namespace))
 	}
 	sortEventsNewestFirst(evs)
 	var b strings.Builder
@@ -116,7 +120,7 @@ func (c *Client) GetEvents(ctx context.Context, a GetEventsArgs) (string, error)
 		b.WriteString(": none\n")
 		return b.String(), nil
 	}
-	fmt.Fprintf(&b, ": %d", len(evs))
+	fmt.Fprintf(&b, ": %d", total)
 	if len(evs) > limit {
 		fmt.Fprintf(&b, " (newest %d shown)", limit)
 		evs = evs[:limit]
@@ -130,6 +134,19 @@ func (c *Client) GetEvents(ctx context.Context, a GetEventsArgs) (string, error)
 	}
 	b.WriteString(t.String())
 	return b.String(), nil
+}
+
+// eachEvent lists events page by page, handing each on (snapshot.go),
+// so a tool's listing holds one page at a time.
+func (c *Client) eachEvent(ctx context.Context, ns string, opts metav1.ListOptions, f func(*corev1.Event)) error {
+	pages, n := 0, 0
+	return pageEach(ctx, pager{timeout: requestTimeout, pages: &pages, n: &n}, opts, c.cs.CoreV1().Events(ns).List,
+		func(l *corev1.EventList) []corev1.Event { return l.Items }, func(l *corev1.EventList) metav1.ListMeta { return l.ListMeta },
+		func(page []corev1.Event) {
+			for i := range page {
+				f(&page[i])
+			}
+		})
 }
 
 // apiKind turns "pod", "Pods" or "deployment" into the API's "Pod",

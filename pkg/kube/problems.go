@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/apimachinery/pkg/labels"
+
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/safetext"
 )
@@ -195,6 +197,7 @@ type ProblemReport struct {
 	Churn    Churn
 	Focus    *FocusStatus
 	maxChars int
+	requests int // List requests the sweep made (the benchmark's figure)
 }
 
 // Healthy reports a complete sweep that found nothing.
@@ -284,7 +287,14 @@ func (c *Client) ClusterProblems(ctx context.Context, opts ProblemOptions) (*Pro
 	case opts.StuckAfter < 0:
 		opts.StuckAfter = 0
 	}
-	s := c.collect(ctx, opts.Namespace, opts.ListTimeout)
+	if opts.Focus != nil {
+		f := *opts.Focus
+		f.Kind = apiKind(f.Kind)
+		opts.Focus = &f
+	}
+	a := newAnalysis(newSnapshot(), opts, c.now())
+	c.sweep(ctx, a, opts.ListTimeout)
+	s := a.s
 	if len(s.listed) == 0 { // nothing answered: say the cluster is down rather than "healthy"
 		for _, name := range []string{listPods, listEvents, listDeployments} {
 			if err := s.errs[name]; errors.Is(err, ErrClusterUnavailable) {
@@ -293,14 +303,7 @@ func (c *Client) ClusterProblems(ctx context.Context, opts ProblemOptions) (*Pro
 		}
 	}
 	missing := c.missingNamespaces(ctx, s, opts)
-	if opts.Focus != nil {
-		f := *opts.Focus
-		f.Kind = apiKind(f.Kind)
-		opts.Focus = &f
-	}
-	a := newAnalysis(s, opts, c.now())
-	a.run()
-	rep := &ProblemReport{Problems: a.result(), Coverage: a.coverage(), Churn: a.churn, maxChars: opts.MaxChars}
+	rep := &ProblemReport{Problems: a.result(), Coverage: a.coverage(), Churn: a.churn, maxChars: opts.MaxChars, requests: s.pages}
 	c.attachConfigEvidence(ctx, rep.Problems, opts.ListTimeout)
 	if opts.Namespace != "" && missing[opts.Namespace] {
 		rep.Coverage.Missing = "namespace " + opts.Namespace + " does not exist"
@@ -342,27 +345,33 @@ type analysis struct {
 	s        *snapshot
 	opts     ProblemOptions
 	now      time.Time
-	rsOwner  map[string]owner // ns/rs -> its controller
+	rsOwner  map[uint64]owner // keyHash(ns, ReplicaSet, name) -> its controller
 	jobOwn   map[string]owner // ns/job -> its controller
-	podOwn   map[string]owner // ns/pod -> top owner
-	exists   map[string]bool  // ns/Kind/name of listed workloads
-	fleet    map[string]bool  // ns/Kind/name of kubecrew's own workloads
-	avail    map[string][2]int32
+	podOwn   map[uint64]owner // keyHash(ns, Pod, name) -> top owner
+	exists   map[uint64]bool  // hashKey(ns/Kind/name) of listed workloads
+	fleet    map[uint64]bool  // hashKey(ns/Kind/name) of kubecrew's own workloads
+	avail    map[uint64][2]int32
 	groups   map[string]*Problem
 	byOwner  map[string][]*Problem // ns/Kind/name -> its problems
-	listedAt map[string]bool       // ns/Kind/name of every listed object (events about others are about gone objects)
+	listedAt keySet                // every listed object (events about others are about gone objects)
 	outside  int
 	churn    Churn
 	focusEv  []*corev1.Event
 	focusKey string
-	podsByNS map[string][]*corev1.Pod
+	// filled by the pods as they are listed (sweep.go)
+	svcPods       map[string]*svcPods   // ns/name of a Service with a selector
+	svcByNS       map[string][]*svcPods // the same by namespace
+	pendingClaims map[string]bool       // ns/claim of claims Pending
+	usedBy        map[string]string     // ns/claim -> first pod by name that uses it
+	focusPods     []focusPod            // pods in the focus's namespace
 }
 
 func newAnalysis(s *snapshot, opts ProblemOptions, now time.Time) *analysis {
 	return &analysis{s: s, opts: opts, now: now,
-		rsOwner: map[string]owner{}, jobOwn: map[string]owner{}, podOwn: map[string]owner{},
-		exists: map[string]bool{}, fleet: map[string]bool{}, avail: map[string][2]int32{}, groups: map[string]*Problem{},
-		byOwner: map[string][]*Problem{}, listedAt: map[string]bool{},
+		rsOwner: s.rsOwner, jobOwn: map[string]owner{}, podOwn: map[uint64]owner{},
+		exists: map[uint64]bool{}, fleet: map[uint64]bool{}, avail: map[uint64][2]int32{}, groups: map[string]*Problem{},
+		byOwner: map[string][]*Problem{}, listedAt: keySet{},
+		svcPods: map[string]*svcPods{}, svcByNS: map[string][]*svcPods{}, pendingClaims: map[string]bool{}, usedBy: map[string]string{},
 		churn: Churn{ByReason: map[string]int{}, ByNamespace: map[string]int{}}}
 }
 
@@ -377,12 +386,12 @@ func controllerRef(refs []metav1.OwnerReference) *metav1.OwnerReference {
 	return nil
 }
 
-func (a *analysis) run() {
-	a.indexWorkloads()
+// checkRest runs, once the pods are in, the checks that need them or
+// the problems they found; the events come after (sweep.go).
+func (a *analysis) checkRest() {
 	if a.opts.Focus != nil {
 		a.focusKey = a.focusOwner(*a.opts.Focus)
 	}
-	a.checkPods()
 	a.checkWorkloads()
 	a.checkJobs()
 	a.checkNodes()
@@ -392,73 +401,56 @@ func (a *analysis) run() {
 	a.checkWebhooks()
 	a.checkHPAs()
 	a.checkPDBs()
-	a.checkEvents()
 }
 
+// indexWorkloads indexes what the first phase listed, before the pods.
 func (a *analysis) indexWorkloads() {
-	mark := func(ns, kind, name string, labels, tmpl map[string]string, available, desired int32) {
-		k := wkey(ns, kind, name)
-		a.exists[k] = true
-		a.avail[k] = [2]int32{available, desired}
-		if labels[FleetLabel] == FleetValue || tmpl[FleetLabel] == FleetValue {
-			a.fleet[k] = true
+	for _, ws := range [][]workload{a.s.deps, a.s.sts, a.s.dss} {
+		for _, w := range ws {
+			k := wkey(w.ns, w.kind, w.name)
+			a.exists[hashKey(k)] = true
+			a.avail[hashKey(k)] = [2]int32{w.avail, w.desired}
+			if w.fleet {
+				a.fleet[hashKey(k)] = true
+			}
+			a.listedAt.add(w.ns, w.kind, w.name)
 		}
 	}
-	for i := range a.s.deps {
-		d := &a.s.deps[i]
-		mark(d.Namespace, "Deployment", d.Name, d.Labels, d.Spec.Template.Labels, d.Status.AvailableReplicas, i32(d.Spec.Replicas, 1))
-	}
-	for i := range a.s.sts {
-		d := &a.s.sts[i]
-		mark(d.Namespace, "StatefulSet", d.Name, d.Labels, d.Spec.Template.Labels, d.Status.AvailableReplicas, i32(d.Spec.Replicas, 1))
-	}
-	for i := range a.s.dss {
-		d := &a.s.dss[i]
-		mark(d.Namespace, "DaemonSet", d.Name, d.Labels, d.Spec.Template.Labels, d.Status.NumberAvailable, d.Status.DesiredNumberScheduled)
-	}
-	for i := range a.s.rss {
-		rs := &a.s.rss[i]
-		a.listedAt[wkey(rs.Namespace, "ReplicaSet", rs.Name)] = true
-		if ref := controllerRef(rs.OwnerReferences); ref != nil {
-			a.rsOwner[rs.Namespace+"/"+rs.Name] = owner{ref.Kind, ref.Name}
-		} else {
-			a.rsOwner[rs.Namespace+"/"+rs.Name] = owner{"ReplicaSet", rs.Name}
-		}
+	for k := range a.rsOwner { // the same hash as listedAt's
+		a.listedAt[k] = struct{}{}
 	}
 	for i := range a.s.jobs {
 		j := &a.s.jobs[i]
-		a.listedAt[wkey(j.Namespace, "Job", j.Name)] = true
-		if ref := controllerRef(j.OwnerReferences); ref != nil {
-			a.jobOwn[j.Namespace+"/"+j.Name] = owner{ref.Kind, ref.Name}
-		} else {
-			a.jobOwn[j.Namespace+"/"+j.Name] = owner{"Job", j.Name}
-		}
-	}
-	for i := range a.s.pods {
-		p := &a.s.pods[i]
-		a.listedAt[wkey(p.Namespace, "Pod", p.Name)] = true
-		a.podOwn[p.Namespace+"/"+p.Name] = a.topOwner(p)
-	}
-	for k := range a.exists {
-		a.listedAt[k] = true
+		a.listedAt.add(j.Namespace, "Job", j.Name)
+		a.jobOwn[j.Namespace+"/"+j.Name] = ownerOf(j.OwnerReferences, "Job", j.Name)
 	}
 	for i := range a.s.nodes {
-		a.listedAt[wkey("", "Node", a.s.nodes[i].Name)] = true
+		a.listedAt.add("", "Node", a.s.nodes[i].Name)
 	}
-	for i := range a.s.cronJobs {
-		a.listedAt[wkey(a.s.cronJobs[i].Namespace, "CronJob", a.s.cronJobs[i].Name)] = true
+	for _, cj := range a.s.cronJobs {
+		a.listedAt.add(cj[0], "CronJob", cj[1])
 	}
 	for i := range a.s.services {
-		a.listedAt[wkey(a.s.services[i].Namespace, "Service", a.s.services[i].Name)] = true
+		svc := &a.s.services[i]
+		a.listedAt.add(svc.Namespace, "Service", svc.Name)
+		if len(svc.Spec.Selector) > 0 {
+			sp := &svcPods{sel: labels.SelectorFromSet(svc.Spec.Selector), owners: map[owner]bool{}}
+			a.svcPods[svc.Namespace+"/"+svc.Name] = sp
+			a.svcByNS[svc.Namespace] = append(a.svcByNS[svc.Namespace], sp)
+		}
 	}
 	for i := range a.s.pvcs {
-		a.listedAt[wkey(a.s.pvcs[i].Namespace, "PersistentVolumeClaim", a.s.pvcs[i].Name)] = true
+		c := &a.s.pvcs[i]
+		a.listedAt.add(c.Namespace, "PersistentVolumeClaim", c.Name)
+		if c.Status.Phase == corev1.ClaimPending {
+			a.pendingClaims[c.Namespace+"/"+c.Name] = true
+		}
 	}
 	for i := range a.s.hpas {
-		a.listedAt[wkey(a.s.hpas[i].Namespace, "HorizontalPodAutoscaler", a.s.hpas[i].Name)] = true
+		a.listedAt.add(a.s.hpas[i].Namespace, "HorizontalPodAutoscaler", a.s.hpas[i].Name)
 	}
 	for i := range a.s.ings {
-		a.listedAt[wkey(a.s.ings[i].Namespace, "Ingress", a.s.ings[i].Name)] = true
+		a.listedAt.add(a.s.ings[i].Namespace, "Ingress", a.s.ings[i].Name)
 	}
 }
 
@@ -472,7 +464,7 @@ func (a *analysis) topOwner(p *corev1.Pod) owner {
 	}
 	switch ref.Kind {
 	case "ReplicaSet":
-		if o, ok := a.rsOwner[p.Namespace+"/"+ref.Name]; ok {
+		if o, ok := a.rsOwner[keyHash(p.Namespace, "ReplicaSet", ref.Name)]; ok {
 			return o
 		}
 	case "Job":

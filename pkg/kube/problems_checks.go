@@ -32,31 +32,13 @@ func live(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
-// podsIn indexes live pods by namespace (built once).
-func (a *analysis) podsIn(ns string) []*corev1.Pod {
-	if a.podsByNS == nil {
-		a.podsByNS = map[string][]*corev1.Pod{}
-		for i := range a.s.pods {
-			p := &a.s.pods[i]
-			if live(p) {
-				a.podsByNS[p.Namespace] = append(a.podsByNS[p.Namespace], p)
-			}
-		}
+// selected is what the live pods a Service with a selector selects add
+// up to (sweep.go folds the pods in as they are listed).
+func (a *analysis) selected(svc *corev1.Service) *svcPods {
+	if sp := a.svcPods[svc.Namespace+"/"+svc.Name]; sp != nil {
+		return sp
 	}
-	return a.podsByNS[ns]
-}
-
-// selected returns the live pods of ns a Service selector matches and
-// whether any is ready.
-func (a *analysis) selected(ns string, selector map[string]string) (pods []*corev1.Pod, ready bool) {
-	sel := labels.SelectorFromSet(selector)
-	for _, p := range a.podsIn(ns) {
-		if sel.Matches(labels.Set(p.Labels)) {
-			pods = append(pods, p)
-			ready = ready || podIsReady(p)
-		}
-	}
-	return pods, ready
+	return &svcPods{}
 }
 
 // templateOwners are the listed workloads of ns whose pod template a
@@ -64,25 +46,24 @@ func (a *analysis) selected(ns string, selector map[string]string) (pods []*core
 func (a *analysis) templateOwners(ns string, selector map[string]string) map[owner]int32 {
 	sel := labels.SelectorFromSet(selector)
 	out := map[owner]int32{}
-	for i := range a.s.deps {
-		d := &a.s.deps[i]
-		if d.Namespace == ns && sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-			out[owner{"Deployment", d.Name}] = i32(d.Spec.Replicas, 1)
-		}
-	}
-	for i := range a.s.sts {
-		d := &a.s.sts[i]
-		if d.Namespace == ns && sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-			out[owner{"StatefulSet", d.Name}] = i32(d.Spec.Replicas, 1)
-		}
-	}
-	for i := range a.s.dss {
-		d := &a.s.dss[i]
-		if d.Namespace == ns && sel.Matches(labels.Set(d.Spec.Template.Labels)) {
-			out[owner{"DaemonSet", d.Name}] = d.Status.DesiredNumberScheduled
+	for _, ws := range [][]workload{a.s.deps, a.s.sts, a.s.dss} {
+		for _, w := range ws {
+			if w.ns == ns && sel.Matches(labels.Set(w.tmpl)) {
+				out[owner{w.kind, w.name}] = w.desired
+			}
 		}
 	}
 	return out
+}
+
+// sortedOwners orders a set of owners by kind and name.
+func sortedOwners(set map[owner]bool) []owner {
+	owners := make([]owner, 0, len(set))
+	for o := range set {
+		owners = append(owners, o)
+	}
+	sort.Slice(owners, func(i, j int) bool { return owners[i].kind+owners[i].name < owners[j].kind+owners[j].name })
+	return owners
 }
 
 // attachService records on the owners' first problems that svc has no
@@ -129,25 +110,17 @@ func (a *analysis) checkServices() {
 		if len(svc.Spec.Selector) == 0 || svc.Spec.Type == corev1.ServiceTypeExternalName {
 			continue
 		}
-		pods, ready := a.selected(svc.Namespace, svc.Spec.Selector)
-		if ready {
+		sp := a.selected(svc)
+		if sp.ready {
 			continue
 		}
-		if len(pods) > 0 {
-			seen := map[owner]bool{}
-			var owners []owner
-			for _, p := range pods {
-				if o := a.podOwn[p.Namespace+"/"+p.Name]; !seen[o] {
-					seen[o] = true
-					owners = append(owners, o)
-				}
-			}
-			sort.Slice(owners, func(i, j int) bool { return owners[i].kind+owners[i].name < owners[j].kind+owners[j].name })
+		if sp.n > 0 {
+			owners := sortedOwners(sp.owners)
 			if a.attachService(svc.Namespace, owners, svc.Name) {
 				continue
 			}
 			a.add(CheckServices, api.SeverityHigh, svc.Namespace, owner{"Service", svc.Name}, ReasonServiceNoReadyPods, "",
-				fmt.Sprintf("selector %s matches %d pod(s), none ready: the Service has no endpoint", labels.SelectorFromSet(svc.Spec.Selector), len(pods)), "", 0)
+				fmt.Sprintf("selector %s matches %d pod(s), none ready: the Service has no endpoint", labels.SelectorFromSet(svc.Spec.Selector), sp.n), "", 0)
 			continue
 		}
 		tmpl := a.templateOwners(svc.Namespace, svc.Spec.Selector)
@@ -181,27 +154,13 @@ func (a *analysis) checkPVCs() {
 	if !a.s.listed[listPVCs] {
 		return
 	}
-	usedBy := map[string]string{} // ns/claim -> first pod by name
-	for i := range a.s.pods {
-		p := &a.s.pods[i]
-		if !live(p) {
-			continue
-		}
-		for _, v := range p.Spec.Volumes {
-			if v.PersistentVolumeClaim != nil {
-				k := p.Namespace + "/" + v.PersistentVolumeClaim.ClaimName
-				if cur, ok := usedBy[k]; !ok || p.Name < cur {
-					usedBy[k] = p.Name
-				}
-			}
-		}
-	}
+	usedBy := a.usedBy
 	classes := map[string]*storagev1.StorageClass{}
 	defaultClass := ""
 	for i := range a.s.classes {
 		sc := &a.s.classes[i]
 		classes[sc.Name] = sc
-		if sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" && (defaultClass == "" || sc.Name < defaultClass) {
+		if sc.Annotations[defaultClassAnnotation] == "true" && (defaultClass == "" || sc.Name < defaultClass) {
 			defaultClass = sc.Name
 		}
 	}
@@ -332,12 +291,12 @@ func (a *analysis) checkWebhooks() {
 		case len(svc.Spec.Selector) == 0:
 			return // endpoints managed by hand: not judged from pods
 		default:
-			if pods, ready := a.selected(svc.Namespace, svc.Spec.Selector); ready {
+			if sp := a.selected(svc); sp.ready {
 				return
-			} else if len(pods) == 0 {
+			} else if sp.n == 0 {
 				why = "selects no pod"
 			} else {
-				why = fmt.Sprintf("has %d pod(s), none ready", len(pods))
+				why = fmt.Sprintf("has %d pod(s), none ready", sp.n)
 			}
 		}
 		a.add(CheckWebhooks, base, "", owner{kind, cfg}, ReasonWebhookNoEndpoints, "",
@@ -386,7 +345,7 @@ func (a *analysis) checkHPAs() {
 		var why []string
 		if gs := a.byOwner[tk]; len(gs) > 0 {
 			why = append(why, "target "+gs[0].Reason)
-		} else if av := a.avail[tk]; a.exists[tk] && av[0] < av[1] {
+		} else if av := a.avail[hashKey(tk)]; a.exists[hashKey(tk)] && av[0] < av[1] {
 			why = append(why, fmt.Sprintf("target available %d/%d", av[0], av[1]))
 		}
 		why = append(why, metricsAbove(h)...)

@@ -16,21 +16,14 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
-// checkPods classifies each pod by its most serious container state.
-// Succeeded and Failed pods are history (a controller replaced them; a
-// failed Job is judged by the Job), terminating pods are going away.
-func (a *analysis) checkPods() {
-	for i := range a.s.pods {
-		p := &a.s.pods[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
-			continue
-		}
-		o := a.podOwn[p.Namespace+"/"+p.Name]
-		if reason, ctr, detail, restarts := a.classifyPod(p); reason != "" {
-			g := a.add(CheckPodStates, api.SeverityHigh, p.Namespace, o, reason, ctr, detail, p.Name, restarts)
-			if reason == ReasonCrashLoopBackOff {
-				g.notePod(p)
-			}
+// checkPod classifies a live pod by its most serious container state
+// (Succeeded and Failed pods are history: a controller replaced them, a
+// failed Job is judged by the Job; terminating pods are going away).
+func (a *analysis) checkPod(p *corev1.Pod, o owner) {
+	if reason, ctr, detail, restarts := a.classifyPod(p); reason != "" {
+		g := a.add(CheckPodStates, api.SeverityHigh, p.Namespace, o, reason, ctr, detail, p.Name, restarts)
+		if reason == ReasonCrashLoopBackOff {
+			g.notePod(p)
 		}
 	}
 }
@@ -177,20 +170,12 @@ func (a *analysis) checkWorkloads() {
 		}
 		a.add(CheckWorkloadReplicas, api.SeverityMedium, ns, owner{kind, name}, reason, "", detail, "", 0)
 	}
-	for i := range a.s.deps {
-		d := &a.s.deps[i]
-		if d.Spec.Paused {
-			continue
+	for _, ws := range [][]workload{a.s.deps, a.s.sts, a.s.dss} {
+		for _, w := range ws {
+			if !w.paused {
+				check(w.ns, w.kind, w.name, w.desired, w.ready, w.avail, w.conds)
+			}
 		}
-		check(d.Namespace, "Deployment", d.Name, i32(d.Spec.Replicas, 1), d.Status.ReadyReplicas, d.Status.AvailableReplicas, d.Status.Conditions)
-	}
-	for i := range a.s.sts {
-		s := &a.s.sts[i]
-		check(s.Namespace, "StatefulSet", s.Name, i32(s.Spec.Replicas, 1), s.Status.ReadyReplicas, s.Status.AvailableReplicas, nil)
-	}
-	for i := range a.s.dss {
-		d := &a.s.dss[i]
-		check(d.Namespace, "DaemonSet", d.Name, d.Status.DesiredNumberScheduled, d.Status.NumberReady, d.Status.NumberAvailable, nil)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubecrew/kubecrew/pkg/safetext"
 )
@@ -28,11 +29,11 @@ func (a *analysis) eventOwner(e *corev1.Event) (ns string, o owner, gone bool) {
 	o = owner{io.Kind, io.Name}
 	switch io.Kind {
 	case "Pod":
-		if po, ok := a.podOwn[ns+"/"+io.Name]; ok {
+		if po, ok := a.podOwn[keyHash(ns, "Pod", io.Name)]; ok {
 			return ns, po, false
 		}
 	case "ReplicaSet":
-		if ro, ok := a.rsOwner[ns+"/"+io.Name]; ok {
+		if ro, ok := a.rsOwner[keyHash(ns, "ReplicaSet", io.Name)]; ok {
 			return ns, ro, false
 		}
 	case "Job":
@@ -40,7 +41,7 @@ func (a *analysis) eventOwner(e *corev1.Event) (ns string, o owner, gone bool) {
 			return ns, jo, false
 		}
 	}
-	if l, ok := listOf[io.Kind]; ok && a.s.listed[l] && !a.listedAt[wkey(ns, io.Kind, io.Name)] {
+	if l, ok := listOf[io.Kind]; ok && a.s.listed[l] && !a.listedAt.has(ns, io.Kind, io.Name) {
 		gone = true
 	}
 	return ns, o, gone
@@ -74,42 +75,46 @@ var nodeEvidence = map[string]map[string]bool{
 	string(corev1.NodeNetworkUnavailable): {"NetworkNotReady": true},
 }
 
-// checkEvents attaches each Warning event within the window to the current
+// event attaches one Warning event within the window to the current
 // problem of its object's owner (count, last seen, the newest explaining
-// message) and counts every other one as churn: Warning events about
-// objects healthy now or gone are never problems.
-func (a *analysis) checkEvents() {
-	cutoff := a.now.Add(-a.opts.Window)
-	for i := range a.s.events {
-		e := &a.s.events[i]
-		last := eventLastSeen(e)
-		if last.Before(cutoff) {
-			a.outside++
-			continue
-		}
-		ns, o, gone := a.eventOwner(e)
-		if a.focusKey != "" && (wkey(ns, o.kind, o.name) == a.focusKey ||
-			wkey(ns, e.InvolvedObject.Kind, e.InvolvedObject.Name) == a.focusKey) {
-			a.focusEv = append(a.focusEv, e)
-		}
-		if g := a.primary(ns, o); g != nil {
-			g.Events += eventCount(e)
-			if last.After(g.LastSeen) {
-				g.LastSeen = last
-			}
-			if explains(g, e) && (g.evidence == nil || newer(e, g.evidence)) {
-				g.evidence = e
-			}
-			continue
-		}
-		a.churn.Events++
-		a.churn.Occurrences += eventCount(e)
-		a.churn.ByReason[nonEmpty(e.Reason, "Warning")]++
-		a.churn.ByNamespace[ns]++
-		if gone {
-			a.churn.OnGone++
-		}
+// message) or counts it as churn: Warning events about objects healthy now
+// or gone are never problems. What it keeps of an event is a copy, so a
+// listed page is not held.
+func (a *analysis) event(e *corev1.Event) {
+	last := eventLastSeen(e)
+	if last.Before(a.now.Add(-a.opts.Window)) {
+		a.outside++
+		return
 	}
+	ns, o, gone := a.eventOwner(e)
+	if a.focusKey != "" && (wkey(ns, o.kind, o.name) == a.focusKey ||
+		wkey(ns, e.InvolvedObject.Kind, e.InvolvedObject.Name) == a.focusKey) {
+		a.focusEv = append(a.focusEv, keptEvent(e))
+	}
+	if g := a.primary(ns, o); g != nil {
+		g.Events += eventCount(e)
+		if last.After(g.LastSeen) {
+			g.LastSeen = last
+		}
+		if explains(g, e) && (g.evidence == nil || newer(e, g.evidence)) {
+			g.evidence = keptEvent(e)
+		}
+		return
+	}
+	a.churn.Events++
+	a.churn.Occurrences += eventCount(e)
+	a.churn.ByReason[nonEmpty(e.Reason, "Warning")]++
+	a.churn.ByNamespace[ns]++
+	if gone {
+		a.churn.OnGone++
+	}
+}
+
+// keptEvent copies what evidence reads of an event.
+func keptEvent(e *corev1.Event) *corev1.Event {
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: e.Name, Namespace: e.Namespace, CreationTimestamp: e.CreationTimestamp}, Reason: e.Reason, Message: e.Message,
+		Count: e.Count, Series: e.Series, LastTimestamp: e.LastTimestamp, EventTime: e.EventTime, FirstTimestamp: e.FirstTimestamp,
+		InvolvedObject: e.InvolvedObject, Type: e.Type}
 }
 
 // newer orders events by last seen, then name, so the choice is stable.
@@ -128,7 +133,7 @@ func (a *analysis) focusOwner(ref ObjectRef) string {
 		ns = ""
 	}
 	if ref.Kind == "Pod" {
-		if o, ok := a.podOwn[ns+"/"+ref.Name]; ok {
+		if o, ok := a.podOwn[keyHash(ns, "Pod", ref.Name)]; ok {
 			return wkey(ns, o.kind, o.name)
 		}
 	}
@@ -151,7 +156,7 @@ func (a *analysis) focus(ref ObjectRef, nsMissing bool, problems []Problem) *Foc
 		}
 	}
 	ownerPath := strings.TrimPrefix(key, "/")
-	fs.Exists = a.listedAt[wkey(ref.Namespace, ref.Kind, ref.Name)] || a.listedAt[key]
+	fs.Exists = a.listedAt.has(ref.Namespace, ref.Kind, ref.Name) || a.listedAt.has(fs.Owner.Namespace, fs.Owner.Kind, fs.Owner.Name)
 	list, listable := listOf[ref.Kind]
 	switch {
 	case nsMissing:
@@ -166,7 +171,7 @@ func (a *analysis) focus(ref ObjectRef, nsMissing bool, problems []Problem) *Foc
 		fs.State, fs.Summary = "missing", "no "+ref.Kind+" "+ref.Name+" exists now (deleted or renamed since the alert fired?)"
 	default:
 		fs.State, fs.Summary = "recovered", "looks recovered now: no current problem"
-		if av, ok := a.avail[key]; ok && a.exists[key] {
+		if av, ok := a.avail[hashKey(key)]; ok && a.exists[hashKey(key)] {
 			fs.Summary += fmt.Sprintf(", %d/%d available", av[0], av[1])
 		}
 	}
@@ -184,18 +189,17 @@ func (a *analysis) podEvidence(key string) []string {
 	restarts, pods := 0, 0
 	var lastT *corev1.ContainerStateTerminated
 	lastCtr, lastPod := "", ""
-	for i := range a.s.pods {
-		p := &a.s.pods[i]
-		o := a.podOwn[p.Namespace+"/"+p.Name]
-		if wkey(p.Namespace, o.kind, o.name) != key && wkey(p.Namespace, "Pod", p.Name) != key {
+	for _, p := range a.focusPods {
+		o := a.podOwn[keyHash(p.ns, "Pod", p.name)]
+		if wkey(p.ns, o.kind, o.name) != key && wkey(p.ns, "Pod", p.name) != key {
 			continue
 		}
 		pods++
-		for _, cs := range p.Status.ContainerStatuses {
+		for _, cs := range p.statuses {
 			restarts += int(cs.RestartCount)
 			if t := cs.LastTerminationState.Terminated; t != nil && (lastT == nil || t.FinishedAt.After(lastT.FinishedAt.Time) ||
-				(t.FinishedAt.Equal(&lastT.FinishedAt) && p.Name < lastPod)) {
-				lastT, lastCtr, lastPod = t, cs.Name, p.Name
+				(t.FinishedAt.Equal(&lastT.FinishedAt) && p.name < lastPod)) {
+				lastT, lastCtr, lastPod = t, cs.Name, p.name
 			}
 		}
 	}

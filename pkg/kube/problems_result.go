@@ -17,15 +17,15 @@ func (a *analysis) result() []Problem {
 	out := make([]Problem, 0, len(a.groups))
 	for _, g := range a.groups {
 		k := wkey(g.Namespace, g.Kind, g.Name)
-		av := a.avail[k]
-		if a.exists[k] {
+		av := a.avail[hashKey(k)]
+		if a.exists[hashKey(k)] {
 			g.Replicas = fmt.Sprintf("%d/%d", av[0], av[1])
 		}
 		switch g.Reason {
 		case ReasonOOMKilled, ReasonCrashLoopBackOff, ReasonProbeFailure:
-			g.Remediable = a.exists[k] && !a.fleet[k] && workloadKinds[g.Kind]
+			g.Remediable = a.exists[hashKey(k)] && !a.fleet[hashKey(k)] && workloadKinds[g.Kind]
 		}
-		g.Severity = severityOf(g, a.exists[k], av[0], av[1])
+		g.Severity = severityOf(g, a.exists[hashKey(k)], av[0], av[1])
 		g.Confidence = 0.9
 		if e := g.evidence; e != nil {
 			g.Evidence = safetext.Clean(fmt.Sprintf("%s x%d, last %s: %s", e.Reason, eventCount(e),

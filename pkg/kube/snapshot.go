@@ -15,11 +15,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 )
 
-// Lists a sweep reads. Each is one (paged) all-namespace List.
+// Lists a sweep reads. Each is one paged all-namespace List.
 const (
 	listPods             = "pods"
 	listReplicaSets      = "replicasets"
@@ -49,198 +49,162 @@ var listOrder = []string{listPods, listDeployments, listReplicaSets, listStatefu
 // clusterLists are read only by all-namespace sweeps.
 var clusterLists = map[string]bool{listNodes: true, listStorageClasses: true, listValidatingHooks: true, listMutatingHooks: true}
 
-// pageSize bounds one List response. Continuation pages are read from etcd
-// rather than the API server's watch cache: measured on the 1,250-pod,
-// 3,700-event fixture, 500-item pages cost the API server ~45% more CPU
-// than 5,000-item ones.
-const pageSize = 5000
+// pageSize bounds one List response, and so the memory one list holds at
+// a time: each page is reduced to what the checks read before the next is
+// asked for (README "Memory and cluster size"): a 20x cluster's pages
+// then cost no more memory than a 1x one's (bench_test.go has the figures).
+const pageSize = 500
 
-// snapshot is what one sweep listed; errs holds each list that failed.
+// workload is what the checks read of a Deployment, StatefulSet or
+// DaemonSet (reduced as its page arrives).
+type workload struct {
+	ns, kind, name        string
+	fleet, paused         bool
+	tmpl                  map[string]string // pod template labels (Service selectors)
+	desired, ready, avail int32
+	conds                 []appsv1.DeploymentCondition
+}
+
+// snapshot is what the first phase of a sweep keeps of the small lists,
+// each item reduced as its page arrives; pods and Warning events are never
+// kept (sweep.go folds them into the analysis page by page). errs holds
+// each list that failed.
 type snapshot struct {
-	pods     []corev1.Pod
-	rss      []appsv1.ReplicaSet
-	deps     []appsv1.Deployment
-	sts      []appsv1.StatefulSet
-	dss      []appsv1.DaemonSet
-	jobs     []batchv1.Job
-	cronJobs []batchv1.CronJob
-	nodes    []corev1.Node
-	events   []corev1.Event // Warning only
-	services []corev1.Service
-	pvcs     []corev1.PersistentVolumeClaim
-	classes  []storagev1.StorageClass
-	ings     []networkingv1.Ingress
-	hpas     []autoscalingv2.HorizontalPodAutoscaler
-	pdbs     []policyv1.PodDisruptionBudget
-	vhooks   []admissionv1.ValidatingWebhookConfiguration
-	mhooks   []admissionv1.MutatingWebhookConfiguration
-	errs     map[string]error
-	listed   map[string]bool
-	pages    int // List requests made
+	deps, sts, dss []workload
+	rsOwner        map[uint64]owner // keyHash(ns, ReplicaSet, name) -> its controller
+	jobs           []batchv1.Job
+	cronJobs       [][2]string // namespace, name
+	nodes          []corev1.Node
+	services       []corev1.Service
+	pvcs           []corev1.PersistentVolumeClaim
+	classes        []storagev1.StorageClass
+	ings           []networkingv1.Ingress
+	hpas           []autoscalingv2.HorizontalPodAutoscaler
+	pdbs           []policyv1.PodDisruptionBudget
+	vhooks         []admissionv1.ValidatingWebhookConfiguration
+	mhooks         []admissionv1.MutatingWebhookConfiguration
+	errs           map[string]error
+	listed         map[string]bool
+	counts         map[string]int // objects listed, per list
+	pages          int            // List requests made
 }
 
-func (s *snapshot) count(list string) int {
-	switch list {
-	case listPods:
-		return len(s.pods)
-	case listReplicaSets:
-		return len(s.rss)
-	case listDeployments:
-		return len(s.deps)
-	case listStatefulSets:
-		return len(s.sts)
-	case listDaemonSets:
-		return len(s.dss)
-	case listJobs:
-		return len(s.jobs)
-	case listCronJobs:
-		return len(s.cronJobs)
-	case listNodes:
-		return len(s.nodes)
-	case listEvents:
-		return len(s.events)
-	case listServices:
-		return len(s.services)
-	case listPVCs:
-		return len(s.pvcs)
-	case listStorageClasses:
-		return len(s.classes)
-	case listIngresses:
-		return len(s.ings)
-	case listHPAs:
-		return len(s.hpas)
-	case listPDBs:
-		return len(s.pdbs)
-	case listValidatingHooks:
-		return len(s.vhooks)
-	case listMutatingHooks:
-		return len(s.mhooks)
-	}
-	return 0
+func newSnapshot() *snapshot {
+	return &snapshot{rsOwner: map[uint64]owner{}, errs: map[string]error{}, listed: map[string]bool{}, counts: map[string]int{}}
 }
 
-// pageAll lists every page of one resource; keep filters a page in place
-// (nil keeps everything).
-func pageAll[L any, T any](ctx context.Context, opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) (L, error),
-	items func(L) []T, meta func(L) metav1.ListMeta, pages *int) ([]T, error) {
-	var out []T
+func (s *snapshot) count(list string) int { return s.counts[list] }
+
+var errListTimeout = errors.New(listTimeoutCauseText)
+
+// pager is how one list is read: its budget, and the gate a page waits
+// for before it is handed on (the pods wait for the owners, the events
+// for every check: sweep.go).
+type pager struct {
+	timeout time.Duration
+	gate    <-chan struct{} // nil: not gated
+	pages   *int
+	n       *int // items handed on
+}
+
+// pageEach lists every page of one resource and hands each page to each
+// before asking for the next, so a list holds one page at a time. The
+// first page is asked for at once; when gated, it is handed on once the
+// gate opens, and the list's budget starts again then. A continue token
+// that expired (410 Gone) restarts the list and skips what was handed on
+// (pages come in key order), so nothing is seen twice. API
+// priority-and-fairness 429s are retried by client-go after Retry-After.
+func pageEach[L any, T any](ctx context.Context, p pager, opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) (L, error),
+	items func(L) []T, meta func(L) metav1.ListMeta, each func([]T)) error {
 	opts.Limit = pageSize
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
+	budget := func() context.Context {
+		lctx, cancel := context.WithTimeoutCause(ctx, p.timeout, errListTimeout)
+		cancels = append(cancels, cancel)
+		return lctx
+	}
+	lctx := budget()
+	gate, last, skipTo := p.gate, "", ""
 	for {
-		l, err := list(ctx, opts)
-		*pages++
+		l, err := list(lctx, opts)
+		*p.pages++
+		if err != nil && opts.Continue != "" && apierrors.IsResourceExpired(err) {
+			opts.Continue, skipTo = "", last
+			continue
+		}
 		if err != nil {
-			return nil, err
+			if errors.Is(err, context.DeadlineExceeded) && errors.Is(context.Cause(lctx), errListTimeout) && ctx.Err() == nil {
+				err = fmt.Errorf("%w: timed out after %s", ErrClusterUnavailable, p.timeout)
+			}
+			return err
 		}
-		m, page := meta(l), items(l)
-		if out == nil && m.RemainingItemCount != nil { // size once: the items are large structs
-			out = make([]T, 0, len(page)+int(*m.RemainingItemCount))
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			gate, lctx = nil, budget()
 		}
-		out = append(out, page...)
+		page := items(l)
+		for skipTo != "" && len(page) > 0 && itemKey(&page[0]) <= skipTo {
+			page = page[1:]
+		}
+		if len(page) > 0 {
+			skipTo, last = "", itemKey(&page[len(page)-1])
+			*p.n += len(page)
+			each(page)
+		}
+		m := meta(l)
 		if m.Continue == "" {
-			return out, nil
+			return nil
 		}
 		opts.Continue = m.Continue
 	}
 }
 
-// lister runs one list into the snapshot.
-type lister func(ctx context.Context, pages *int) error
+// itemKey is an item's place in a list: the storage key's order.
+func itemKey[T any](item *T) string {
+	o, ok := any(item).(metav1.Object)
+	if !ok {
+		return ""
+	}
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
 
-// listFn builds a lister for one typed List call.
-func listFn[L any, T any](dst *[]T, opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) (L, error),
-	items func(L) []T, meta func(L) metav1.ListMeta) lister {
-	return func(ctx context.Context, pages *int) (err error) {
-		*dst, err = pageAll(ctx, opts, list, items, meta, pages)
-		return err
+// lister runs one list of a sweep.
+type lister func(ctx context.Context, p pager) error
+
+// listEach builds a lister for one typed List call.
+func listEach[L any, T any](opts metav1.ListOptions, list func(context.Context, metav1.ListOptions) (L, error),
+	items func(L) []T, meta func(L) metav1.ListMeta, each func([]T)) lister {
+	return func(ctx context.Context, p pager) error {
+		return pageEach(ctx, p, opts, list, items, meta, each)
 	}
 }
 
-var errListTimeout = errors.New(listTimeoutCauseText)
-
-// collect runs the sweep's lists concurrently, each bounded by timeout.
-// ns "" means all namespaces; cluster-scoped lists are read only then.
-func (c *Client) collect(ctx context.Context, ns string, timeout time.Duration) *snapshot {
-	s := &snapshot{errs: map[string]error{}, listed: map[string]bool{}}
-	none := metav1.ListOptions{}
-	cs := c.cs
-	core, apps, batch := cs.CoreV1(), cs.AppsV1(), cs.BatchV1()
-	warn := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", corev1.EventTypeWarning).String()}
-	listers := map[string]lister{
-		listPods: listFn(&s.pods, none, core.Pods(ns).List,
-			func(l *corev1.PodList) []corev1.Pod { return l.Items }, func(l *corev1.PodList) metav1.ListMeta { return l.ListMeta }),
-		listReplicaSets: listFn(&s.rss, none, apps.ReplicaSets(ns).List,
-			func(l *appsv1.ReplicaSetList) []appsv1.ReplicaSet { return l.Items }, func(l *appsv1.ReplicaSetList) metav1.ListMeta { return l.ListMeta }),
-		listDeployments: listFn(&s.deps, none, apps.Deployments(ns).List,
-			func(l *appsv1.DeploymentList) []appsv1.Deployment { return l.Items }, func(l *appsv1.DeploymentList) metav1.ListMeta { return l.ListMeta }),
-		listStatefulSets: listFn(&s.sts, none, apps.StatefulSets(ns).List,
-			func(l *appsv1.StatefulSetList) []appsv1.StatefulSet { return l.Items }, func(l *appsv1.StatefulSetList) metav1.ListMeta { return l.ListMeta }),
-		listDaemonSets: listFn(&s.dss, none, apps.DaemonSets(ns).List,
-			func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }, func(l *appsv1.DaemonSetList) metav1.ListMeta { return l.ListMeta }),
-		listJobs: listFn(&s.jobs, none, batch.Jobs(ns).List,
-			func(l *batchv1.JobList) []batchv1.Job { return l.Items }, func(l *batchv1.JobList) metav1.ListMeta { return l.ListMeta }),
-		listCronJobs: listFn(&s.cronJobs, none, batch.CronJobs(ns).List,
-			func(l *batchv1.CronJobList) []batchv1.CronJob { return l.Items }, func(l *batchv1.CronJobList) metav1.ListMeta { return l.ListMeta }),
-		listServices: listFn(&s.services, none, core.Services(ns).List,
-			func(l *corev1.ServiceList) []corev1.Service { return l.Items }, func(l *corev1.ServiceList) metav1.ListMeta { return l.ListMeta }),
-		listPVCs: listFn(&s.pvcs, none, core.PersistentVolumeClaims(ns).List,
-			func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items },
-			func(l *corev1.PersistentVolumeClaimList) metav1.ListMeta { return l.ListMeta }),
-		listIngresses: listFn(&s.ings, none, cs.NetworkingV1().Ingresses(ns).List,
-			func(l *networkingv1.IngressList) []networkingv1.Ingress { return l.Items }, func(l *networkingv1.IngressList) metav1.ListMeta { return l.ListMeta }),
-		listHPAs: listFn(&s.hpas, none, cs.AutoscalingV2().HorizontalPodAutoscalers(ns).List,
-			func(l *autoscalingv2.HorizontalPodAutoscalerList) []autoscalingv2.HorizontalPodAutoscaler {
-				return l.Items
-			},
-			func(l *autoscalingv2.HorizontalPodAutoscalerList) metav1.ListMeta { return l.ListMeta }),
-		listPDBs: listFn(&s.pdbs, none, cs.PolicyV1().PodDisruptionBudgets(ns).List,
-			func(l *policyv1.PodDisruptionBudgetList) []policyv1.PodDisruptionBudget { return l.Items },
-			func(l *policyv1.PodDisruptionBudgetList) metav1.ListMeta { return l.ListMeta }),
-		listEvents: listFn(&s.events, warn, core.Events(ns).List,
-			func(l *corev1.EventList) []corev1.Event {
-				// the field selector did this on a real server; kept for any that ignore it
-				out := l.Items[:0]
-				for _, e := range l.Items {
-					if e.Type == corev1.EventTypeWarning {
-						out = append(out, e)
-					}
-				}
-				return out
-			}, func(l *corev1.EventList) metav1.ListMeta { return l.ListMeta }),
-	}
-	if ns == "" {
-		listers[listNodes] = listFn(&s.nodes, none, core.Nodes().List,
-			func(l *corev1.NodeList) []corev1.Node { return l.Items }, func(l *corev1.NodeList) metav1.ListMeta { return l.ListMeta })
-		listers[listStorageClasses] = listFn(&s.classes, none, cs.StorageV1().StorageClasses().List,
-			func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items },
-			func(l *storagev1.StorageClassList) metav1.ListMeta { return l.ListMeta })
-		adm := cs.AdmissionregistrationV1()
-		listers[listValidatingHooks] = listFn(&s.vhooks, none, adm.ValidatingWebhookConfigurations().List,
-			func(l *admissionv1.ValidatingWebhookConfigurationList) []admissionv1.ValidatingWebhookConfiguration {
-				return l.Items
-			},
-			func(l *admissionv1.ValidatingWebhookConfigurationList) metav1.ListMeta { return l.ListMeta })
-		listers[listMutatingHooks] = listFn(&s.mhooks, none, adm.MutatingWebhookConfigurations().List,
-			func(l *admissionv1.MutatingWebhookConfigurationList) []admissionv1.MutatingWebhookConfiguration {
-				return l.Items
-			},
-			func(l *admissionv1.MutatingWebhookConfigurationList) metav1.ListMeta { return l.ListMeta })
-	}
-	var mu sync.Mutex
+// runLists runs listers concurrently, each bounded by timeout (gated ones
+// wait for gate first), and records in s which answered.
+func (c *Client) runLists(ctx context.Context, s *snapshot, mu *sync.Mutex, listers map[string]lister, timeout time.Duration, gate <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for name, run := range listers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lctx, cancel := context.WithTimeoutCause(ctx, timeout, errListTimeout)
-			defer cancel()
-			pages := 0
-			err := run(lctx, &pages)
-			if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(context.Cause(lctx), errListTimeout) && ctx.Err() == nil {
-				err = fmt.Errorf("%w: timed out after %s", ErrClusterUnavailable, timeout)
-			}
+			pages, n := 0, 0
+			err := run(ctx, pager{timeout: timeout, gate: gate, pages: &pages, n: &n})
 			mu.Lock()
 			defer mu.Unlock()
 			s.pages += pages
+			s.counts[name] = n
 			if err != nil {
 				s.errs[name] = c.apiErr(err, "list "+name)
 			} else {
@@ -248,6 +212,5 @@ func (c *Client) collect(ctx context.Context, ns string, timeout time.Duration) 
 			}
 		}()
 	}
-	wg.Wait()
-	return s
+	return &wg
 }

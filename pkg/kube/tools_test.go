@@ -3,11 +3,14 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubecrew/kubecrew/pkg/tools"
 )
@@ -225,5 +228,39 @@ func TestSchemaEnumsMatchKinds(t *testing.T) {
 		if got := strings.Join(schema.Properties["kind"].Enum, ","); got != strings.Join(kinds, ",") {
 			t.Errorf("%s kind enum = %s\nwant %s", tl.Name(), got, strings.Join(kinds, ","))
 		}
+	}
+}
+
+// TestGetEventsKeepsTheNewest: a listing of more events than it shows
+// keeps only the newest so far, yet counts them all and shows the same
+// newest ones, newest first.
+func TestGetEventsKeepsTheNewest(t *testing.T) {
+	t.Parallel()
+	var objs []runtime.Object
+	const n = 2500
+	for i := 0; i < n; i++ {
+		at := metav1.NewTime(testNow.Add(-time.Duration((i*7919)%n) * time.Second)) // shuffled times
+		objs = append(objs, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: fmt.Sprintf("e%04d", (i*7919)%n)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "p"}, Type: corev1.EventTypeWarning,
+			Reason: "BackOff", Message: fmt.Sprintf("m%04d", (i*7919)%n), LastTimestamp: at, Count: 1})
+	}
+	c, _ := fakeClient(t, objs...)
+	out, err := c.GetEvents(context.Background(), GetEventsArgs{Namespace: "shop", Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, fmt.Sprintf(": %d (newest 5 shown)", n)) {
+		t.Errorf("header: %s", out)
+	}
+	last := -1
+	for i := 0; i < 5; i++ {
+		at := strings.Index(out, fmt.Sprintf("m%04d", i))
+		if at < 0 || at < last {
+			t.Fatalf("m%04d missing or out of order:\n%s", i, out)
+		}
+		last = at
+	}
+	if strings.Contains(out, "m0005") {
+		t.Errorf("an older event shown:\n%s", out)
 	}
 }

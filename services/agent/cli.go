@@ -15,6 +15,7 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/app"
 	"github.com/kubecrew/kubecrew/services/agent/internal/command"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
+	"github.com/kubecrew/kubecrew/services/agent/internal/memlimit"
 )
 
 const usage = `agent — one kubecrew agent; AGENT_PERSONA picks the persona (noor, sol, vera, dax, ada or the slug).
@@ -64,4 +65,14 @@ func serve(ctx context.Context, a *app.App, l net.Listener, cfg *config.Config, 
 		log.Warn("shutdown", zap.Error(err))
 	}
 	return 0
+}
+
+// logMemLimit says at start which memory limit the Go runtime works to
+// and where it came from (README "Memory and cluster size").
+func logMemLimit(log *zap.Logger, l memlimit.Limit, err error) {
+	if err != nil {
+		log.Warn("memory limit: the cgroup limit could not be read; GOMEMLIMIT not set", zap.Error(err))
+		return
+	}
+	log.Info("memory limit", zap.Int64("gomemlimit_bytes", l.Bytes), zap.Int64("cgroup_limit_bytes", l.Cgroup), zap.String("source", l.Source))
 }

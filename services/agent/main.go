@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubecrew/kubecrew/services/agent/internal/app"
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
+	"github.com/kubecrew/kubecrew/services/agent/internal/memlimit"
 )
 
 func main() {
@@ -25,6 +26,7 @@ func main() {
 // args are the command line without the program (--help, --version, or a
 // subcommand: scan, mcp).
 func run(ctx context.Context, args []string, getenv func(string) string, environ []string, stdout, stderr io.Writer) int {
+	mem, memErr := memlimit.Apply(memlimit.CgroupRoot, getenv) // before any work: scan and mcp too
 	if code, done := subcommand(ctx, args, getenv, stdout, stderr); done {
 		return code
 	}
@@ -36,6 +38,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, environ
 	cfg.CheckEnviron(environ)
 	log := NewLogger(stderr, cfg.LogLevel)
 	defer func() { _ = log.Sync() }()
+	logMemLimit(log, mem, memErr)
 	a, err := app.New(ctx, cfg, app.Options{Log: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "agent: start-up error: %v\n", err)

@@ -102,6 +102,11 @@ func TestStartsAndStopsCleanly(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"msg":"agent listening"`) {
 		t.Errorf("log lacks the listening line: %s", stderr.String())
 	}
+	// The memory limit the runtime works to is said at start (from the
+	// cgroup, or none on a host without one: internal/memlimit).
+	if !strings.Contains(stderr.String(), `"msg":"memory limit"`) && !strings.Contains(stderr.String(), `"msg":"memory limit: `) {
+		t.Errorf("log lacks the memory limit line: %s", stderr.String())
+	}
 	// A misspelt setting is warned about at start, with the right name.
 	if !strings.Contains(stderr.String(), "AGENT_MODLE is not a setting (did you mean AGENT_MODEL?)") {
 		t.Errorf("log lacks the typo warning: %s", stderr.String())
