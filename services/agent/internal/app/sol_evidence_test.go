@@ -21,8 +21,8 @@ import (
 
 // TestSolRestartsOnlyOnConfigEvidence: Sol's playbook (no model) gets two
 // delegated crash loops over POST /run. The one whose finding carries the
-// diagnosis's evidence (a ConfigMap written after the pods started) is
-// rollout-restarted on the API server; the code bug — the same words in
+// diagnosis's evidence (a ConfigMap written after the pods started), which
+// the cluster shows too, is rollout-restarted on the API server; the code bug — the same words in
 // its detail and the generic advice, but no evidence — is answered with a
 // recommendation and its Deployment is untouched.
 func TestSolRestartsOnlyOnConfigEvidence(t *testing.T) {
@@ -40,7 +40,13 @@ func TestSolRestartsOnlyOnConfigEvidence(t *testing.T) {
 		}
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
-	for _, name := range []string{"api", "worker"} {
+	// api's pods predate a real write to ConfigMap api-config; worker has
+	// no such write (README.md, "The action envelope": the restart reads
+	// the cluster, not the finding)
+	if _, err := kubetest.CreateRestartable(ctx, cs, ns, "api", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"worker"} {
 		sel := map[string]string{"app": name}
 		if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: corev1.PodTemplateSpec{
@@ -81,7 +87,7 @@ func TestSolRestartsOnlyOnConfigEvidence(t *testing.T) {
 	withEvidence := crash("api")
 	withEvidence.ConfigChange = &api.ConfigChange{Kind: "ConfigMap", Name: "api-config", ChangedAt: started.Add(3 * time.Minute), PodsStartedAt: started}
 	res := run(withEvidence)
-	if res.Verdict != api.VerdictActionTaken || !strings.Contains(res.Answer, "ConfigMap api-config written") {
+	if res.Verdict != api.VerdictActionTaken || !strings.Contains(res.Answer, "ConfigMap api-config") {
 		t.Fatalf("with evidence: verdict %s, answer %q; want the restart", res.Verdict, res.Answer)
 	}
 	if restartedAt("api") == "" {

@@ -126,7 +126,13 @@ func browseDashboard(t *testing.T, ctx context.Context, base, invID, dir string)
 	// The fleet's token (Token): the dashboard wants a sign-in.
 	field := chromedp.CSS(`input[name=token]`)
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(field),
-		chromedp.SendKeys(field, Token()), chromedp.Submit(field), chromedp.WaitVisible(chromedp.CSS(`#main`))); err != nil {
+		chromedp.SendKeys(field, Token()), chromedp.Submit(field)); err != nil {
+		t.Fatalf("signing in: %v", err)
+	}
+	// The login page has a #main too: wait until the form's redirect has
+	// landed, or the next Navigate races it (net::ERR_ABORTED under load).
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`location.pathname !== "/login" && document.readyState === "complete" && !!document.getElementById("main")`,
+		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Fatalf("signing in: %v", err)
 	}
 	shot := func(name string) {

@@ -36,6 +36,7 @@ func TestPlantedCredentialsNeverLeaveTheCore(t *testing.T) {
 		"AGENT_PEERS":        fmt.Sprintf("platform-sre=http://PLANTED-user-7c1:PLANTED-pass-8d2@%s/a?token=PLANTED-query-9e3", downHost),
 		"PEER_URL_TEMPLATE":  "http://127.0.0.1:1/{slug}",
 		"AGENT_CALL_TIMEOUT": "10s",
+		"AUTH_TOKEN":         "leak-test-token",
 		"REPORT_WEBHOOK_URL": "http://" + downHost + "/hooks/PLANTED-hookpath-1a5b6c7d8e9f",
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
@@ -56,8 +57,9 @@ func TestPlantedCredentialsNeverLeaveTheCore(t *testing.T) {
 		defer cancel()
 		_ = core.Shutdown(ctx)
 	})
+	bearer := []string{"Authorization", "Bearer leak-test-token"}
 	a := alert("fp-leak", "KubePodCrashLooping", "shop", "firing")
-	if code, b, _ := do(t, "POST", srv.URL+"/api/v1/alerts", webhookBody(a)); code != http.StatusOK {
+	if code, b, _ := do(t, "POST", srv.URL+"/api/v1/alerts", webhookBody(a), bearer...); code != http.StatusOK {
 		t.Fatalf("webhook = %d %s", code, b)
 	}
 	var inv store.Investigation
@@ -78,15 +80,20 @@ func TestPlantedCredentialsNeverLeaveTheCore(t *testing.T) {
 	for _, p := range []string{"/api/v1/investigations", "/api/v1/investigations/" + inv.ID, "/api/v1/investigations/" + inv.ID + "/chain",
 		"/api/v1/investigations/" + inv.ID + "/report", "/api/v1/agents", "/api/v1/audit", "/api/v1/prs", "/api/v1/alerts",
 		"/api/v1/findings/lifecycle", "/api/v1/actions", "/ready", "/info"} {
-		code, b, _ := do(t, "GET", srv.URL+p, nil)
+		code, b, _ := do(t, "GET", srv.URL+p, nil, bearer...)
+		if code == http.StatusUnauthorized || code == http.StatusForbidden {
+			t.Fatalf("GET %s = %d: the token did not open it, so nothing was read", p, code)
+		}
 		seen = append(seen, fmt.Sprintf("GET %s = %d %s", p, code, b))
 	}
 	for _, p := range []string{"/", "/investigations", "/investigations/" + inv.ID, "/agents", "/agents/platform-sre", "/alerts"} {
-		code, b, _ := do(t, "GET", srv.URL+p, nil, "Accept", "text/html")
+		code, b, _ := do(t, "GET", srv.URL+p, nil, append([]string{"Accept", "text/html"}, bearer...)...)
 		seen = append(seen, fmt.Sprintf("page %s = %d %s", p, code, b))
 	}
-	code, b, _ := do(t, "POST", srv.URL+"/api/v1/agents/platform-sre/run", []byte(`{"task":"look"}`))
+	code, b, _ := do(t, "POST", srv.URL+"/api/v1/agents/platform-sre/run", []byte(`{"task":"look"}`), bearer...)
 	seen = append(seen, fmt.Sprintf("POST run = %d %s", code, b))
+	code, b, _ = do(t, "GET", srv.URL+"/ready", nil) // the public answer, without a token
+	seen = append(seen, fmt.Sprintf("GET /ready (no token) = %d %s", code, b))
 	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
