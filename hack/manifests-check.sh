@@ -23,7 +23,8 @@
 #      (fixture namespaces → null, before the kubecrew route).
 #   The Helm chart (manifests/helm/kubecrew) goes through 2 and 3 too:
 #   rendered by manifests/cmd/chartrender (the Helm Go library) with its
-#   defaults, testdata/helm/full-values.yaml and monitoring-values.yaml,
+#   defaults (plus the token's Secret: testdata/helm/default-values.yaml;
+#   without one it must refuse), full-values.yaml and monitoring-values.yaml,
 #   dry-run, and its RBAC
 #   applied over the base's and judged by the same authorizer checks (the
 #   defaults must grant exactly the base's rules).
@@ -161,8 +162,15 @@ done
 # the `helm template` code path) with its defaults and with every value set.
 if [[ -n $GO ]]; then
   if (cd manifests && GOWORK=off "$GO" build -o "$WORK/bin/chartrender" ./cmd/chartrender) 2>"$WORK/err"; then
+    # Without auth.token.secretName the chart must refuse to render (the
+    # services refuse to start without a token).
+    if (cd manifests && "$WORK/bin/chartrender" -n "$NS") >/dev/null 2>"$WORK/err"; then
+      fail "helm/no-token: rendered without auth.token.secretName"
+    elif ! grep -q "auth.token.secretName is required" "$WORK/err"; then
+      fail "helm/no-token: $(head -3 "$WORK/err")"
+    fi
     for v in default full monitoring; do
-      args=(); [[ $v != default ]] && args=(-f "testdata/helm/$v-values.yaml")
+      args=(-f "testdata/helm/$v-values.yaml") # default: the token's Secret only
       if (cd manifests && "$WORK/bin/chartrender" "${args[@]}" -n "$NS" -notes "$WORK/helm_$v.notes") >"$WORK/helm_$v.yaml" 2>"$WORK/err"; then
         renders+=("helm/$v=$WORK/helm_$v.yaml")
       else

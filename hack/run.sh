@@ -6,7 +6,8 @@
 # cached in ~/.cache/k8s-testenv; KUBECREW_SANDBOX_TIER=plain = API server + static fixtures), six broken
 # workloads and a healthy one as real Deployments → ReplicaSets → pods, a local GitOps repository, the core on :8080 and the five agents on :8001-8005,
 # then one real incident (OOMKill alert → core → Noor → Sol's PR → Vera's review → merge) printed as a
-# timeline. The fleet then stays up for curl; Ctrl-C stops everything this started.
+# timeline. The fleet then stays up for curl, with a random AUTH_TOKEN it prints (export KUBECREW_TOKEN=…;
+# your own when AUTH_TOKEN is set); Ctrl-C stops everything this started.
 # With KUBECONFIG set: the fleet against that cluster, read-only (KUBECREW_ALLOW_ACTIONS=1 opts in).
 #
 #   hack/run.sh [-headless] [-core-port N] [-agent-port N] [-timeout D]   (see bin/sandbox -h)

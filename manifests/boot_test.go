@@ -58,14 +58,20 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// bootToken stands for the AUTH_TOKEN a pod reads from its Secret.
+const bootToken = "boot-t0ken"
+
 // podEnv is the environment the kubelet would give the container, without
-// Secrets (every reference is optional outside prod; absent = unset).
+// Secrets (every reference but AUTH_TOKEN's is optional outside prod;
+// absent = unset).
 func podEnv(t *testing.T, r *Render, d *Deployment, dir string) []string {
 	t.Helper()
 	ctr := d.Spec.Template.Spec.Containers[0]
 	var env []string
 	for k, v := range effectiveEnv(r, ctr) {
 		switch {
+		case v.from == "Secret" && k == "AUTH_TOKEN":
+			env = append(env, k+"="+bootToken) // required: no service starts without it
 		case v.from == "Secret":
 			continue
 		case strings.HasPrefix(v.from, "fieldRef metadata.namespace"):
@@ -150,7 +156,9 @@ func boot(t *testing.T, bin string, env []string, wantInfo bool) bootResult {
 	resp.Body.Close()
 	res.ready = resp.StatusCode
 	if wantInfo {
-		resp, err := client.Get(base + "/info")
+		req, _ := http.NewRequest(http.MethodGet, base+"/info", nil)
+		req.Header.Set("Authorization", "Bearer "+bootToken)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("/info: %v", err)
 		}

@@ -281,7 +281,8 @@ func pulseLeaseRule(kind string, rule Rule) bool {
 
 // checkNetwork: every agent pod is selected by a policy that admits only
 // part-of=kubecrew pods (and, when expected, the scraper's rule); the core
-// admits anyone on 8080.
+// admits on 8080 only sources a rule names (the fleet, the operator's
+// namespaces), never everyone.
 func checkNetwork(r *Render, want Expectations, p *problems) {
 	for _, ot := range r.PodTemplates() {
 		labels := ot.Template.Metadata.Labels
@@ -303,6 +304,9 @@ func checkNetwork(r *Render, want Expectations, p *problems) {
 		for _, np := range selecting {
 			for i, in := range np.Spec.Ingress {
 				if comp == "core" {
+					if len(in.From) == 0 {
+						p.addf("%s ingress %d: admits every source; the core takes traffic from the fleet and the namespaces the operator names only", np.Ref(), i+1)
+					}
 					for _, port := range in.Ports {
 						if fmt.Sprint(port.Port) != "8080" {
 							p.addf("%s ingress %d: the core exposes only 8080, got %v", np.Ref(), i+1, port.Port)

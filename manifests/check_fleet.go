@@ -47,7 +47,7 @@ func checkCore(r *Render, want Expectations, c Contract, p *problems) {
 	env := effectiveEnv(r, ctr)
 	checkEnvNames(d.Ref(), env, c.CoreEnv, p)
 	for _, k := range []string{"AUTH_TOKEN", "DATABASE_URL"} {
-		checkSecretEnv(d.Ref(), ctr, k, SecretName, want.Secrets, k == "DATABASE_URL" && want.DatabaseRequired, p)
+		checkSecretEnv(d.Ref(), ctr, k, SecretName, want.Secrets, required(k, want), p)
 	}
 	checkNamespaceEnv(d.Ref(), ctr, p)
 	// ROUTES_FILE must point at a file a ConfigMap volume provides.
@@ -142,7 +142,7 @@ func checkAgents(r *Render, want Expectations, c Contract, p *problems) {
 			p.addf("%s: %s is set by the %s and silently overrides agents/%s/agent.env", d.Ref(), k, v.from, a.Persona)
 		}
 		for _, k := range []string{"LLM_API_KEY", "AUTH_TOKEN", "DISCORD_WEBHOOK_URL", "DATABASE_URL"} {
-			checkSecretEnv(d.Ref(), ctr, k, SecretName, want.Secrets, k == "DATABASE_URL" && want.DatabaseRequired, p)
+			checkSecretEnv(d.Ref(), ctr, k, SecretName, want.Secrets, required(k, want), p)
 		}
 		// Forge credentials are each agent's own: one shared account would
 		// make Vera's approval of Sol's PR a self-approval GitHub refuses.
@@ -358,4 +358,11 @@ func checkRollout(r *Render, p *problems) {
 			p.addf("%s: an upgrade is the new pods alone (the core migrates at start under a lock), not a Job or hook", h.Ref())
 		}
 	}
+}
+
+// required reports whether Secret key k must be referenced with optional:
+// false: AUTH_TOKEN always (no service starts without it, README.md,
+// "Authentication"), DATABASE_URL where the render wants a database.
+func required(k string, want Expectations) bool {
+	return k == "AUTH_TOKEN" || (k == "DATABASE_URL" && want.DatabaseRequired)
 }

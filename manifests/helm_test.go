@@ -27,17 +27,18 @@ type helmCase struct {
 	want   Expectations
 }
 
-// helmCases: the defaults must satisfy what the base does; the full values
+// helmCases: the defaults (with the one value required, the token's
+// Secret) must satisfy what the base does; the full values
 // (every knob turned) the prod overlay's rules plus the pulse CronJob, with
 // Ada left out and the user's own Secrets.
 var helmCases = []helmCase{
-	{name: "default", want: expectations["base"]},
+	{name: "default", values: "default-values.yaml", want: expectations["base"]},
 	{name: "full", values: "full-values.yaml", want: Expectations{
 		CoreReplicas: 3, ImageTag: "0.2.0", DatabaseRequired: true, LogLevel: "debug", PDB: true, PulseCronJob: true,
 		Agents: map[string]int{"platform-sre": 1, "k8s-engineer": 1, "code-reviewer": 1, "cicd-engineer": 1},
 		Secrets: map[string]bool{
 			"kubecrew-llm": true, "kubecrew-postgres": true, "kubecrew-chat": true,
-			"kubecrew-github-sol": true, "kubecrew-github-vera": true,
+			"kubecrew-github-sol": true, "kubecrew-github-vera": true, "kubecrew-auth": true, "kubecrew-pager": true,
 		},
 	}},
 	// Every monitoring object: components/monitoring's rules plus the

@@ -64,8 +64,8 @@ func TestHelmSharedForgeTokenRefused(t *testing.T) {
 	t.Parallel()
 	var v map[string]any
 	shared := "{secretName: kubecrew-github, key: token}"
-	if err := yaml.Unmarshal([]byte("agents: {personas: {k8s-engineer: {enabled: true, replicas: 1, github: "+shared+
-		"}, code-reviewer: {enabled: true, replicas: 1, github: "+shared+"}}}"), &v); err != nil {
+	if err := yaml.Unmarshal([]byte("{auth: {token: {secretName: kubecrew-secrets}}, agents: {personas: {k8s-engineer: {enabled: true, replicas: 1, github: "+shared+
+		"}, code-reviewer: {enabled: true, replicas: 1, github: "+shared+"}}}}"), &v); err != nil {
 		t.Fatal(err)
 	}
 	rel, err := helmchart.Render(context.Background(), chartDir, "kubecrew", "kubecrew", v)

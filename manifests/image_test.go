@@ -196,7 +196,7 @@ func bootFromImage(t testing.TB, root, bin string, env []string) time.Duration {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(root, image.BinDir, bin))
 	cmd.Dir = root
-	cmd.Env = append([]string{"LISTEN_ADDR=127.0.0.1:0", "HOME=" + filepath.Join(root, image.Home),
+	cmd.Env = append([]string{"LISTEN_ADDR=127.0.0.1:0", "AUTH_TOKEN=" + bootToken, "HOME=" + filepath.Join(root, image.Home),
 		"TMPDIR=" + t.TempDir(), "SSL_CERT_FILE=" + filepath.Join(root, image.CACerts)}, env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -425,6 +425,16 @@ func TestChecksCatch(t *testing.T) {
 				}
 			}
 		}, "admits every source"},
+		{"core open to the cluster (issue 31, case 1)", "", func(r *Render) {
+			for i := range r.NetworkPolicies {
+				if r.NetworkPolicies[i].Metadata.Name == "kubecrew-core" {
+					r.NetworkPolicies[i].Spec.Ingress[1].From = nil
+				}
+			}
+		}, "the core takes traffic from the fleet and the namespaces the operator names only"},
+		{"token optional (issue 31, case 1)", "", func(r *Render) {
+			envByName(coreCtr(r), "AUTH_TOKEN").ValueFrom.SecretKeyRef.Optional = boolp(true)
+		}, "AUTH_TOKEN must be required here"},
 		{"no agent policy", "", func(r *Render) {
 			for i := range r.NetworkPolicies {
 				if r.NetworkPolicies[i].Metadata.Name == "kubecrew-agents" {

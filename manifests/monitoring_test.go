@@ -245,6 +245,10 @@ func TestMonitoringValues(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(tc.values), &v); err != nil {
 				t.Fatal(err)
 			}
+			if v == nil {
+				v = map[string]any{}
+			}
+			v["auth"] = map[string]any{"token": map[string]any{"secretName": SecretName}} // the one required value
 			rel, err := helmchart.Render(context.Background(), chartDir, "kubecrew", "kubecrew", v)
 			if err != nil {
 				t.Fatal(err)

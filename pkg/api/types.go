@@ -168,6 +168,12 @@ type RunRequest struct {
 	// (budget.go): the run ends within it, less a margin, with its best
 	// report. 0: the agent's RUN_TIMEOUT alone bounds it.
 	BudgetMS int64 `json:"budget_ms,omitempty"`
+	// Unattended: no person holding the write token stands behind the run
+	// (README.md, "Authentication"), so a manual run is autonomous — both
+	// safety gates apply. The agent sets it for a POST /run not let in by
+	// AUTH_TOKEN, the core for its API's runs likewise; a body may set it
+	// (it only ever lowers what a run may do), never clear it.
+	Unattended bool `json:"unattended,omitempty"`
 }
 
 // Tokens counts model tokens of one run.

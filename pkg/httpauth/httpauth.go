@@ -6,6 +6,7 @@
 package httpauth
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
@@ -48,7 +49,8 @@ func BearerToken(header string) (string, bool) {
 }
 
 // Tokens are the configured credentials. Full empty disables the check
-// (every request has Full access); Read empty means no read-only token.
+// (every request has Full access; the services refuse to start so unless
+// AUTH_DISABLED=true); Read empty means no read-only token.
 type Tokens struct {
 	Full string // AUTH_TOKEN
 	Read string // AUTH_READ_TOKEN
@@ -108,7 +110,7 @@ func (t Tokens) Middleware(realm string) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			switch a := t.Check(r); {
 			case Allowed(a, r):
-				next.ServeHTTP(w, r)
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accessKey{}, a)))
 			case a == Read:
 				api.WriteError(w, http.StatusForbidden, "the read-only token (AUTH_READ_TOKEN) opens GET requests only; "+r.Method+" needs AUTH_TOKEN")
 			default:
@@ -117,4 +119,15 @@ func (t Tokens) Middleware(realm string) func(http.Handler) http.Handler {
 			}
 		})
 	}
+}
+
+type accessKey struct{}
+
+// Writer reports whether the request ctx belongs to was let in by
+// Middleware with AUTH_TOKEN, the write token: the only caller a run may
+// treat as a person (README.md, "Authentication"). Without authentication
+// (AUTH_DISABLED=true) and for the read-only token it is false.
+func Writer(ctx context.Context) bool {
+	a, _ := ctx.Value(accessKey{}).(Access)
+	return a == Full
 }

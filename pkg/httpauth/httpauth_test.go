@@ -99,3 +99,34 @@ func FuzzBearerToken(f *testing.F) {
 		}
 	})
 }
+
+// TestWriter: only the write token makes a caller a Writer; the read-only
+// token and a disabled check (AUTH_DISABLED=true) never do.
+func TestWriter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tokens Tokens
+		header string
+		want   bool
+	}{
+		{"write token", Tokens{Full: "full-secret", Read: "read-secret"}, "Bearer full-secret", true},
+		{"read token", Tokens{Full: "full-secret", Read: "read-secret"}, "Bearer read-secret", false},
+		{"auth disabled", Tokens{}, "", false},
+		{"auth disabled, a token sent anyway", Tokens{}, "Bearer full-secret", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got, called bool
+			h := tc.tokens.Middleware("test")(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				called, got = true, Writer(r.Context())
+			}))
+			req := httptest.NewRequest(http.MethodGet, "/x", nil)
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			h.ServeHTTP(httptest.NewRecorder(), req)
+			if !called || got != tc.want {
+				t.Fatalf("called %v, Writer %v; want %v", called, got, tc.want)
+			}
+		})
+	}
+}

@@ -101,6 +101,36 @@ func Evaluate(ctx context.Context, checks []Check, extra ...Failure) (int, map[s
 	return http.StatusServiceUnavailable, body
 }
 
+// Public is body (Evaluate's) as a caller without a token sees it
+// (README.md, "Readiness"): whether the process is ready, what it requires,
+// each dependency's state in a word and which ones fail — never why, since
+// an error names hosts, users and databases. "details" is left out.
+func Public(body map[string]any) map[string]any {
+	out := make(map[string]any, len(body))
+	for k, v := range body {
+		switch k {
+		case "details", "error":
+		case "failing":
+			fs, _ := v.([]Failure)
+			names := make([]string, 0, len(fs))
+			public := make([]Failure, 0, len(fs))
+			for _, f := range fs {
+				names = append(names, f.Dependency)
+				public = append(public, Failure{Dependency: f.Dependency, Error: "unusable"})
+			}
+			out[k] = public
+			out["error"] = "not ready: " + strings.Join(names, ", ") + " unusable (the reasons are shown with a token)"
+		default:
+			if st, ok := v.(string); ok {
+				st, _, _ = strings.Cut(st, ":")
+				v = st
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // ParseRequire reads a READY_REQUIRE value: a comma list of known names;
 // "none" requires nothing.
 func ParseRequire(v string, known []string) (map[string]bool, error) {

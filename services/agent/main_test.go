@@ -55,10 +55,19 @@ func TestStartupRefusesBadConfiguration(t *testing.T) {
 		{"model endpoint without a model", map[string]string{"AGENT_PERSONA": "sol", "LLM_BASE_URL": "http://127.0.0.1:11434/v1"}, []string{"AGENT_MODEL", "LLM_BASE_URL is set but AGENT_MODEL is not"}},
 		{"model without an endpoint", map[string]string{"AGENT_PERSONA": "sol", "AGENT_MODEL": "qwen3"}, []string{"AGENT_MODEL=qwen3 but LLM_BASE_URL is not set"}},
 		{"missing persona dir", map[string]string{"AGENT_PERSONA": "noor", "PERSONA_DIR": "/nonexistent"}, []string{"PERSONA_DIR", "/nonexistent"}},
+		// Closed by default (issue 31, cases 1 and 2).
+		{"no token", map[string]string{"AGENT_PERSONA": "sol", "AUTH_TOKEN": ""}, []string{"AUTH_TOKEN: is not set", "AUTH_DISABLED=true"}},
+		{"read token alone", map[string]string{"AGENT_PERSONA": "sol", "AUTH_TOKEN": "", "AUTH_READ_TOKEN": "r"}, []string{"AUTH_READ_TOKEN (environment): is set without AUTH_TOKEN"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			code := run(context.Background(), nil, func(k string) string { return tc.env[k] }, nil, &stderr, &stderr)
+			getenv := func(k string) string {
+				if v, ok := tc.env[k]; ok || k != "AUTH_TOKEN" {
+					return v
+				}
+				return "t" // every case but the token's own has one
+			}
+			code := run(context.Background(), nil, getenv, nil, &stderr, &stderr)
 			if code != 1 {
 				t.Fatalf("exit %d, want 1; stderr: %s", code, stderr.String())
 			}
@@ -77,7 +86,7 @@ func TestStartsAndStopsCleanly(t *testing.T) {
 	done := make(chan int)
 	go func() {
 		done <- run(ctx, nil, func(k string) string {
-			return map[string]string{"AGENT_PERSONA": "ada", "LISTEN_ADDR": "127.0.0.1:0"}[k]
+			return map[string]string{"AGENT_PERSONA": "ada", "LISTEN_ADDR": "127.0.0.1:0", "AUTH_DISABLED": "true"}[k]
 		}, []string{"AGENT_PERSONA=ada", "AGENT_MODLE=qwen"}, &stderr, &stderr)
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -96,6 +105,12 @@ func TestStartsAndStopsCleanly(t *testing.T) {
 	// A misspelt setting is warned about at start, with the right name.
 	if !strings.Contains(stderr.String(), "AGENT_MODLE is not a setting (did you mean AGENT_MODEL?)") {
 		t.Errorf("log lacks the typo warning: %s", stderr.String())
+	}
+	// AUTH_DISABLED=true is warned about, whole: the log redactor mangled
+	// the AUTH_READ_TOKEN warning into [REDACTED:secret-pair] (issue 31,
+	// case 2).
+	if !strings.Contains(stderr.String(), config.AuthDisabledWarning) {
+		t.Errorf("log lacks the AUTH_DISABLED warning, whole: %s", stderr.String())
 	}
 }
 

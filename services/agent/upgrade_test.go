@@ -18,10 +18,20 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/sandbox"
 )
 
+// upgradeToken is both versions' AUTH_TOKEN.
+const upgradeToken = "upgrade-t0ken"
+
+// send is req with the token.
+func send(req *http.Request) (*http.Response, error) {
+	req.Header.Set("Authorization", "Bearer "+upgradeToken)
+	return http.DefaultClient.Do(req)
+}
+
 // agentGet answers GET path on p: the status and the body.
 func agentGet(t *testing.T, p *upgradetest.Process, path string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get("http://" + p.Addr + path)
+	req, _ := http.NewRequest(http.MethodGet, "http://"+p.Addr+path, nil)
+	resp, err := send(req)
 	if err != nil {
 		t.Fatalf("GET %s on the %s agent: %v", path, p.Name, err)
 	}
@@ -37,7 +47,9 @@ func agentGet(t *testing.T, p *upgradetest.Process, path string) (int, []byte) {
 // in code (no model) with a trace and findings, all in the store.
 func review(t *testing.T, p *upgradetest.Process) api.RunResult {
 	t.Helper()
-	resp, err := http.Post("http://"+p.Addr+"/run", "application/json", bytes.NewReader([]byte(`{"task":"Review the API design of the repository"}`)))
+	req, _ := http.NewRequest(http.MethodPost, "http://"+p.Addr+"/run", bytes.NewReader([]byte(`{"task":"Review the API design of the repository"}`)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := send(req)
 	if err != nil {
 		t.Fatalf("POST /run on the %s agent: %v", p.Name, err)
 	}
@@ -121,7 +133,7 @@ func TestUpgradeSideBySide(t *testing.T) {
 	}
 	// Ada reviews in code (git from PATH); no cluster (HOME has no
 	// kubeconfig), no pulse.
-	env := []string{"AGENT_PERSONA=ada", "DATABASE_URL=" + url, "GITOPS_FORGE=local", "GITOPS_REPO=" + repo,
+	env := []string{"AGENT_PERSONA=ada", "AUTH_TOKEN=" + upgradeToken, "DATABASE_URL=" + url, "GITOPS_FORGE=local", "GITOPS_REPO=" + repo,
 		"PULSE_ENABLED=false", "HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
 	start := func(name, bin string, extra ...string) *upgradetest.Process {
 		p := upgradetest.Start(t, bin, append(env, extra...), "agent listening")

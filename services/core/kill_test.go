@@ -39,6 +39,10 @@ type child = upgradetest.Process
 // startChild starts this test binary as the core (TestMain).
 func startChild(t *testing.T, env map[string]string) *child {
 	t.Helper()
+	if env["AUTH_TOKEN"] == "" && env["AUTH_DISABLED"] == "" {
+		env = maps.Clone(env)
+		env["AUTH_DISABLED"] = "true" // the storms post without a token
+	}
 	return upgradetest.Start(t, os.Args[0], append([]string{"KUBECREW_CORE_CHILD=1"}, mapEnv(env)...), "core listening")
 }
 

@@ -52,11 +52,15 @@ func TestRunRefusesBadConfig(t *testing.T) {
 	}{
 		{"arguments", []string{"core", "--port=1"}, nil, 2, `unknown argument "--port=1": the configuration is the environment`},
 		{"malformed duration", nil, map[string]string{"AGENT_CALL_TIMEOUT": "10"}, 1, `AGENT_CALL_TIMEOUT: malformed duration "10"`},
-		{"timeout not below cooldown", nil, map[string]string{"AGENT_CALL_TIMEOUT": "45m", "ALERT_COOLDOWN": "30m"}, 1, "AGENT_CALL_TIMEOUT (45m0s) must be less than ALERT_COOLDOWN (30m0s)"},
-		{"routes file line", nil, map[string]string{"ROUTES_FILE": bad}, 1, bad + `:3: unknown key "cooldwn" in defaults`},
-		{"routes file missing", nil, map[string]string{"ROUTES_FILE": filepath.Join(dir, "nope.yaml")}, 1, "ROUTES_FILE: open"},
-		{"unknown peer", nil, map[string]string{"AGENT_PEERS": "zed=http://x"}, 1, `AGENT_PEERS: entry "zed=http://x": unknown agent "zed"`},
-		{"listen address", nil, map[string]string{"LISTEN_ADDR": "256.0.0.1:99999"}, 1, "LISTEN_ADDR 256.0.0.1:99999"},
+		{"timeout not below cooldown", nil, map[string]string{"AGENT_CALL_TIMEOUT": "45m", "ALERT_COOLDOWN": "30m", "AUTH_TOKEN": "t"}, 1, "AGENT_CALL_TIMEOUT (45m0s) must be less than ALERT_COOLDOWN (30m0s)"},
+		{"routes file line", nil, map[string]string{"ROUTES_FILE": bad, "AUTH_TOKEN": "t"}, 1, bad + `:3: unknown key "cooldwn" in defaults`},
+		{"routes file missing", nil, map[string]string{"ROUTES_FILE": filepath.Join(dir, "nope.yaml"), "AUTH_TOKEN": "t"}, 1, "ROUTES_FILE: open"},
+		{"unknown peer", nil, map[string]string{"AGENT_PEERS": "zed=http://x", "AUTH_TOKEN": "t"}, 1, `AGENT_PEERS: entry "zed=http://x": unknown agent "zed"`},
+		{"listen address", nil, map[string]string{"LISTEN_ADDR": "256.0.0.1:99999", "AUTH_TOKEN": "t"}, 1, "LISTEN_ADDR 256.0.0.1:99999"},
+		// Closed by default (issue 31, cases 1 and 2).
+		{"no token", nil, map[string]string{}, 1, "AUTH_TOKEN is not set"},
+		{"read token alone", nil, map[string]string{"AUTH_READ_TOKEN": "r"}, 1, "AUTH_READ_TOKEN is set without AUTH_TOKEN"},
+		{"auth disabled with a token", nil, map[string]string{"AUTH_DISABLED": "true", "AUTH_TOKEN": "t"}, 1, "AUTH_DISABLED is true but AUTH_TOKEN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,6 +172,9 @@ func serveUntil(t *testing.T, env map[string]string, up func(code int) bool, che
 	addr := l.Addr().String()
 	l.Close()
 	env["LISTEN_ADDR"] = addr
+	if env["AUTH_TOKEN"] == "" && env["AUTH_READ_TOKEN"] == "" && env["AUTH_DISABLED"] == "" {
+		env["AUTH_DISABLED"] = "true" // a laptop's core, unless the test is about authentication
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr lockedBuffer
 	done := make(chan int, 1)

@@ -23,7 +23,7 @@ import (
 // a2aServe builds an agent from env with app.New and serves it on l.
 func a2aServe(t *testing.T, l net.Listener, env map[string]string, o app.Options) *app.App {
 	t.Helper()
-	cfg, err := config.Load(func(k string) string { return env[k] }, app.LoadPersona)
+	cfg, err := config.Load(envOf(env), app.LoadPersona)
 	if err != nil {
 		t.Fatal(err)
 	}

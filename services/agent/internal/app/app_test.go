@@ -18,13 +18,23 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 )
 
+// envOf is m as an environment; without an AUTH_ setting in m the agent
+// runs as on a laptop (AUTH_DISABLED=true): a test of authentication sets
+// its tokens.
 func envOf(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
+	return func(k string) string {
+		if k == "AUTH_DISABLED" && m["AUTH_TOKEN"] == "" && m["AUTH_READ_TOKEN"] == "" && m[k] == "" {
+			return "true"
+		}
+		return m[k]
+	}
 }
 
 type agent struct {
 	app *app.App
 	url string
+	// token is the AUTH_TOKEN the agent was started with ("" without one).
+	token string
 }
 
 // start builds a whole agent from env and serves it on loopback.
@@ -45,7 +55,7 @@ func start(t *testing.T, env map[string]string) *agent {
 		_ = a.Shutdown(ctx)
 		srv.Close()
 	})
-	return &agent{app: a, url: srv.URL}
+	return &agent{app: a, url: srv.URL, token: env["AUTH_TOKEN"]}
 }
 
 func do(t *testing.T, method, url, body string, hdr ...string) (int, []byte) {

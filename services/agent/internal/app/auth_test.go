@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"github.com/kubecrew/kubecrew/pkg/api"
 	"net/http"
 	"strings"
 	"testing"
@@ -47,5 +48,40 @@ func TestInfoRedactsURLs(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/info lacks %q", want)
 		}
+	}
+}
+
+// TestRunInteractiveOnlyForTheWriteToken: a manual POST /run is a
+// person's (interactive) only when AUTH_TOKEN let it in; with
+// AUTH_DISABLED=true, or when its body asks to be unattended, it runs
+// autonomous whatever its workflow_type (issue 31, case 1: an anonymous
+// caller's run passed the execution gate for every action).
+func TestRunInteractiveOnlyForTheWriteToken(t *testing.T) {
+	secured := start(t, map[string]string{"AGENT_PERSONA": "sol", "AGENT_TOOLS": "load_skill", "AUTH_TOKEN": "full-s3cret"})
+	open := start(t, map[string]string{"AGENT_PERSONA": "sol", "AGENT_TOOLS": "load_skill", "AUTH_DISABLED": "true"})
+	for _, tc := range []struct {
+		name string
+		a    *agent
+		req  api.RunRequest
+		want string
+	}{
+		{"write token", secured, api.RunRequest{Task: "look", WorkflowType: api.WorkflowManual}, "interactive"},
+		{"write token, no workflow type", secured, api.RunRequest{Task: "look"}, "interactive"},
+		{"write token, unattended asked", secured, api.RunRequest{Task: "look", Unattended: true}, "autonomous"},
+		{"auth disabled", open, api.RunRequest{Task: "look", WorkflowType: api.WorkflowManual}, "autonomous"},
+		{"auth disabled, no workflow type", open, api.RunRequest{Task: "look"}, "autonomous"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, trace := runOn(t, tc.a, tc.req)
+			var mode any
+			for _, ev := range trace {
+				if ev.Type == "run_start" {
+					mode = ev.Data["mode"]
+				}
+			}
+			if mode != tc.want {
+				t.Fatalf("run_start mode %v, want %s", mode, tc.want)
+			}
+		})
 	}
 }

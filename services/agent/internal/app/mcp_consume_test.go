@@ -34,7 +34,11 @@ func k8sMCPAgent(t *testing.T, env *kubetest.Env, model *llmtest.Server, readOnl
 func runOn(t *testing.T, a *agent, req api.RunRequest) (api.RunResult, []traceEvent) {
 	t.Helper()
 	body, _ := json.Marshal(req)
-	code, out := do(t, http.MethodPost, a.url+"/run", string(body))
+	var auth []string
+	if a.token != "" {
+		auth = []string{"Authorization", "Bearer " + a.token}
+	}
+	code, out := do(t, http.MethodPost, a.url+"/run", string(body), auth...)
 	if code != http.StatusOK {
 		t.Fatalf("POST /run = %d %s", code, out)
 	}
@@ -45,7 +49,7 @@ func runOn(t *testing.T, a *agent, req api.RunRequest) (api.RunResult, []traceEv
 	var view struct {
 		Trace []traceEvent `json:"trace"`
 	}
-	_, vb := do(t, http.MethodGet, a.url+"/runs/"+res.RunID, "")
+	_, vb := do(t, http.MethodGet, a.url+"/runs/"+res.RunID, "", auth...)
 	if err := json.Unmarshal(vb, &view); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +221,8 @@ func TestExternalMCPChildEnvironment(t *testing.T) {
 	model := llmtest.NewServer(t, llmtest.ToolCalls(llmtest.Call{Name: "ev_get-env", Args: `{}`}),
 		llmtest.Text("read the environment"), llmtest.Text(`{"verdict":"no_action","findings":[]}`), llmtest.Text(`{"verdict":"no_action","findings":[]}`))
 	a := start(t, map[string]string{"AGENT_PERSONA": "ada", "AGENT_MCP_SERVERS": "ev=" + strings.Join(cmd, " "),
-		"LLM_BASE_URL": model.URL(), "AGENT_MODEL": "test-model", "LLM_API_KEY": "k", "LLM_TIMEOUT": "20s", "SYNTHESIS_TIMEOUT": "10s"})
+		"LLM_BASE_URL": model.URL(), "AGENT_MODEL": "test-model", "LLM_API_KEY": "k", "LLM_TIMEOUT": "20s", "SYNTHESIS_TIMEOUT": "10s",
+		"AUTH_TOKEN": "mcp-token"}) // an interactive run: a person's, with the write token
 	_, trace := runOn(t, a, api.RunRequest{Task: "what is in your environment?", WorkflowType: "manual"})
 	results := toolResults(trace, "ev_get-env")
 	if len(results) != 1 || results[0].Data["outcome"] != "ok" {

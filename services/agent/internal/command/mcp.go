@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,11 +33,20 @@ func MCP(ctx context.Context, args []string, env Env) int {
 		}
 		return ExitError
 	}
-	cfg, err := config.Load(env.Getenv, app.LoadPersona)
+	// stdin/stdout opens no port: no token is needed to serve them
+	// (README.md, "Authentication" is about the HTTP routes).
+	getenv := func(k string) string {
+		if k == "AUTH_DISABLED" && env.Getenv("AUTH_TOKEN") == "" && env.Getenv("AUTH_READ_TOKEN") == "" {
+			return "true"
+		}
+		return env.Getenv(k)
+	}
+	cfg, err := config.Load(getenv, app.LoadPersona)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "agent mcp: configuration error: %v\n", err)
 		return 1
 	}
+	cfg.Warnings = slices.DeleteFunc(cfg.Warnings, func(w string) bool { return w == config.AuthDisabledWarning })
 	cfg.PulseEnabled = false
 	log := logging.New(env.Stderr, logging.Level(cfg.LogLevel))
 	defer func() { _ = log.Sync() }()

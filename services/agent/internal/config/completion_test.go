@@ -25,7 +25,7 @@ func TestMaxCompletionTokens(t *testing.T) {
 		{env: map[string]string{"AGENT_MAX_COMPLETION_TOKENS": "lots"}, err: "AGENT_MAX_COMPLETION_TOKENS (environment)"},
 	} {
 		tc.env["AGENT_PERSONA"] = "sol"
-		c, err := config.Load(func(k string) string { return tc.env[k] }, loader(""))
+		c, err := config.Load(getenv(tc.env), loader(""))
 		if tc.err != "" {
 			if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
 				t.Errorf("%v: err = %v, want %q", tc.env, err, tc.err)

@@ -98,6 +98,7 @@ type Values struct {
 	ConfigMapValueKeys []string      // CONFIGMAP_VALUE_KEYS
 	AuthToken          string        // AUTH_TOKEN
 	AuthReadToken      string        // AUTH_READ_TOKEN
+	AuthDisabled       bool          // AUTH_DISABLED
 	PersonaDir         string        // PERSONA_DIR
 	ToolOutputMaxChars int           // TOOL_OUTPUT_MAX_CHARS
 	MemoryMaxChars     int           // MEMORY_MAX_CHARS
@@ -190,8 +191,9 @@ var specs = []spec{
 	{"KUBECONFIG", "", kString, "kubeconfig path; empty = in-cluster", func(v *Values) any { return &v.Kubeconfig }},
 	{"KUBE_CONTEXT", "", kString, "kubeconfig context", func(v *Values) any { return &v.KubeContext }},
 	{"CONFIGMAP_VALUE_KEYS", "", kList, "ConfigMap keys whose values k8s_get_yaml shows (default: keys only)", func(v *Values) any { return &v.ConfigMapValueKeys }},
-	{"AUTH_TOKEN", "", kSecret, "bearer token every route but /health, /ready, /metrics and the agent card needs", func(v *Values) any { return &v.AuthToken }},
-	{"AUTH_READ_TOKEN", "", kSecret, "optional read-only bearer token: opens GET routes only (dashboards)", func(v *Values) any { return &v.AuthReadToken }},
+	{"AUTH_TOKEN", "", kSecret, "bearer token every route but /health, /ready, /metrics and the agent card needs; required unless AUTH_DISABLED=true", func(v *Values) any { return &v.AuthToken }},
+	{"AUTH_READ_TOKEN", "", kSecret, "optional read-only bearer token: opens GET routes only (dashboards); needs AUTH_TOKEN", func(v *Values) any { return &v.AuthReadToken }},
+	{"AUTH_DISABLED", "false", kBool, "true: start without AUTH_TOKEN, every route open (a laptop only; warned at start, shown in /info; runs are never interactive)", func(v *Values) any { return &v.AuthDisabled }},
 	{"PERSONA_DIR", "", kString, "directory overriding the embedded persona files (re-read each run)", func(v *Values) any { return &v.PersonaDir }},
 	{"TOOL_OUTPUT_MAX_CHARS", "8000", kInt, "tool output budget (head 2/3, tail 1/3)", func(v *Values) any { return &v.ToolOutputMaxChars }},
 	{"MEMORY_MAX_CHARS", "4000", kInt, "MEMORY budget in the prompt", func(v *Values) any { return &v.MemoryMaxChars }},
@@ -295,6 +297,9 @@ func Load(getenv func(string) string, loadPersona func(dir, name string) (*perso
 	for _, ev := range p.Env {
 		if ev.Key == "AGENT_PERSONA" {
 			return nil, &Error{Var: ev.Key, Where: fmt.Sprintf("%s:%d", ev.File, ev.Line), Msg: "the persona is chosen by the environment, not by agent.env"}
+		}
+		if ev.Key == "AUTH_DISABLED" {
+			return nil, &Error{Var: ev.Key, Where: fmt.Sprintf("%s:%d", ev.File, ev.Line), Msg: "only the environment may turn authentication off, not agent.env"}
 		}
 		if _, ok := lookupSpec(ev.Key); !ok {
 			return nil, &Error{Var: ev.Key, Where: fmt.Sprintf("%s:%d", ev.File, ev.Line), Msg: "unknown setting"}

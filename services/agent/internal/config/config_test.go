@@ -21,7 +21,7 @@ func loader(env string) func(dir, name string) (*persona.Persona, error) {
 
 func TestPrecedenceDefaultPersonaEnv(t *testing.T) {
 	env := map[string]string{"AGENT_PERSONA": "sol", "LLM_TIMEOUT": "30s", "DATABASE_URL": "postgres://u:pw@db:5432/kc"}
-	c, err := config.Load(func(k string) string { return env[k] }, loader("# defaults\nAGENT_MAX_ITERATIONS=12\nLLM_TIMEOUT=100s\n"))
+	c, err := config.Load(getenv(env), loader("# defaults\nAGENT_MAX_ITERATIONS=12\nLLM_TIMEOUT=100s\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestPersonaValuesAreValidatedWithFileAndLine(t *testing.T) {
 		{"NOT_A_SETTING=1\n", "NOT_A_SETTING (sol/agent.env:1): unknown setting"},
 		{"GITOPS_FORGE=gitlab\n", "GITOPS_FORGE"},
 	} {
-		_, err := config.Load(func(k string) string { return map[string]string{"AGENT_PERSONA": "sol"}[k] }, loader(tc.env))
+		_, err := config.Load(getenv(map[string]string{"AGENT_PERSONA": "sol"}), loader(tc.env))
 		var ce *config.Error
 		if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("agent.env %q: err = %v, want %q", tc.env, err, tc.want)
@@ -62,7 +62,7 @@ func TestPersonaValuesAreValidatedWithFileAndLine(t *testing.T) {
 
 func TestPeers(t *testing.T) {
 	env := map[string]string{"AGENT_PERSONA": "sol", "AGENT_PEERS": "noor=http://127.0.0.1:8001/, code-reviewer=http://127.0.0.1:8003"}
-	c, err := config.Load(func(k string) string { return env[k] }, loader(""))
+	c, err := config.Load(getenv(env), loader(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestPeers(t *testing.T) {
 
 func TestModelSelection(t *testing.T) {
 	env := map[string]string{"AGENT_PERSONA": "sol", "LLM_BASE_URL": "http://127.0.0.1:11434/v1", "AGENT_MODEL": "qwen3"}
-	c, err := config.Load(func(k string) string { return env[k] }, loader(""))
+	c, err := config.Load(getenv(env), loader(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestModelSelection(t *testing.T) {
 func TestValuesAreTypedAndMalformedOnesRefused(t *testing.T) {
 	env := map[string]string{"AGENT_PERSONA": "sol", "PULSE_ENABLED": "true", "AGENT_TEMPERATURE": "0.5",
 		"AGENT_TOOLS": " k8s_describe , ,k8s_get_events", "RETENTION": "7d", "MAX_SOCIAL_DEPTH": "3"}
-	c, err := config.Load(func(k string) string { return env[k] }, loader(""))
+	c, err := config.Load(getenv(env), loader(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestValuesAreTypedAndMalformedOnesRefused(t *testing.T) {
 	for name, bad := range map[string]string{"MAX_SOCIAL_DEPTH": "five", "AGENT_TEMPERATURE": "warm", "PULSE_ENABLED": "yes please",
 		"RUN_TIMEOUT": "-1s", "LLM_BASE_URL": "localhost:11434"} {
 		e := map[string]string{"AGENT_PERSONA": "sol", name: bad}
-		_, err := config.Load(func(k string) string { return e[k] }, loader(""))
+		_, err := config.Load(getenv(e), loader(""))
 		if err == nil || !strings.HasPrefix(err.Error(), name+" (environment)") {
 			t.Errorf("%s=%q: err = %v, want it refused naming %s (environment)", name, bad, err, name)
 		}
@@ -110,7 +110,7 @@ func TestValuesAreTypedAndMalformedOnesRefused(t *testing.T) {
 // above the day's refused naming both.
 func TestTokenBudgetSettings(t *testing.T) {
 	env := map[string]string{"AGENT_PERSONA": "sol"}
-	c, err := config.Load(func(k string) string { return env[k] }, loader(""))
+	c, err := config.Load(getenv(env), loader(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestTokenBudgetSettings(t *testing.T) {
 		{map[string]string{"AGENT_TOKEN_BUDGET": "0", "AGENT_RUN_TOKEN_BUDGET": "60000"}, ""},
 	} {
 		tc.env["AGENT_PERSONA"] = "sol"
-		_, err := config.Load(func(k string) string { return tc.env[k] }, loader(""))
+		_, err := config.Load(getenv(tc.env), loader(""))
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", tc.env, err)
@@ -158,7 +158,7 @@ func TestContradictoryBudgetsRefusedNamingBoth(t *testing.T) {
 		for k, v := range tc.env {
 			env[k] = v
 		}
-		_, err := config.Load(func(k string) string { return env[k] }, loader(""))
+		_, err := config.Load(getenv(env), loader(""))
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: refused: %v", tc.env, err)
@@ -168,7 +168,18 @@ func TestContradictoryBudgetsRefusedNamingBoth(t *testing.T) {
 	}
 	// Without a model, LLM_TIMEOUT is not used and not checked.
 	env := map[string]string{"AGENT_PERSONA": "sol", "RUN_TIMEOUT": "30s"}
-	if _, err := config.Load(func(k string) string { return env[k] }, loader("")); err != nil {
+	if _, err := config.Load(getenv(env), loader("")); err != nil {
 		t.Errorf("deterministic agent with RUN_TIMEOUT=30s refused: %v", err)
+	}
+}
+
+// getenv is env with AUTH_TOKEN set unless env says otherwise: every
+// agent needs one (TestAuthRequired).
+func getenv(env map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := env[k]; ok || k != "AUTH_TOKEN" || env["AUTH_DISABLED"] != "" || env["AUTH_READ_TOKEN"] != "" {
+			return v
+		}
+		return "test-token"
 	}
 }

@@ -54,6 +54,9 @@ func (c *Config) coherence() error {
 	if err := c.budgets(); err != nil {
 		return err
 	}
+	if err := c.auth(); err != nil {
+		return err
+	}
 	warn := func(format string, args ...any) { c.Warnings = append(c.Warnings, fmt.Sprintf(format, args...)) }
 	if c.LLMFallbackBaseURL == "" && (c.LLMFallbackModel != "" || c.LLMFallbackAPIKey != "") {
 		warn("LLM_FALLBACK_MODEL/LLM_FALLBACK_API_KEY are set without LLM_FALLBACK_BASE_URL: no fallback is used")
@@ -67,8 +70,28 @@ func (c *Config) coherence() error {
 	if c.GitOpsForge != "github" && (c.GitHubToken != "" || c.GitHubAPIURL != "") {
 		warn("GITHUB_TOKEN/GITHUB_API_URL are set but GITOPS_FORGE is %q, not github: they are not used", c.GitOpsForge)
 	}
-	if c.AuthReadToken != "" && c.AuthToken == "" {
-		warn("AUTH_READ_TOKEN is set without AUTH_TOKEN: the routes it would limit are open to everyone anyway")
+	return nil
+}
+
+// AuthDisabledWarning is logged at start and listed in /info when
+// AUTH_DISABLED=true. Worded so that the log redactor leaves it whole (no
+// "NAME: value" or "NAME=value" shape after a secret's name).
+const AuthDisabledWarning = "AUTH_DISABLED=true: authentication is off, every route is open to anyone who reaches the port, and runs are never interactive; set AUTH_TOKEN outside a laptop"
+
+// auth closes the door by default (README.md, "Authentication"): no
+// AUTH_TOKEN is a start-up error unless AUTH_DISABLED=true says so.
+func (c *Config) auth() error {
+	switch {
+	case c.AuthDisabled && (c.AuthToken != "" || c.AuthReadToken != ""):
+		return c.fail("AUTH_DISABLED", "is true but AUTH_TOKEN or AUTH_READ_TOKEN is set too: unset AUTH_DISABLED to require the tokens, or unset the tokens")
+	case c.AuthDisabled:
+		c.Warnings = append(c.Warnings, AuthDisabledWarning)
+	case c.AuthToken == "" && c.AuthReadToken != "":
+		return c.fail("AUTH_READ_TOKEN", "is set without AUTH_TOKEN: a read-only token needs the write token beside it (set AUTH_TOKEN), "+
+			"or set AUTH_DISABLED=true to run without authentication")
+	case c.AuthToken == "":
+		return c.fail("AUTH_TOKEN", "is not set: every route would be open to anyone who reaches the port; set AUTH_TOKEN to a long random string "+
+			"(e.g. openssl rand -hex 32), or AUTH_DISABLED=true on a laptop")
 	}
 	return nil
 }

@@ -149,3 +149,53 @@ func TestCapacityRefusesBusy(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryAfterFromRecentRuns: once runs have finished, a busy agent's
+// Retry-After is how long recent runs took, less the running one's time so
+// far — not the rest of its whole budget (issue 31, case 6: Retry-After:
+// 1200 when runs take a second).
+func TestRetryAfterFromRecentRuns(t *testing.T) {
+	r := newRig(t, rigOpts{noModel: true, playbook: engine.PlaybookFunc(func(ctx context.Context, run *engine.Run) error {
+		if run.Req.Task == "quick" {
+			return nil
+		}
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}), runTimeout: 1200 * time.Second, maxConcurrent: 1})
+	start := func(task string) (*engine.Run, error) {
+		return r.eng.Start(context.Background(), api.RunRequest{Task: task, WorkflowType: api.WorkflowPulseTask})
+	}
+	slow, err := start("slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var busy *api.BusyError
+	if _, err := start("quick"); !errors.As(err, &busy) || busy.RetryAfter < 1000*time.Second {
+		t.Fatalf("before any run finished: %v; want the rest of the budget", err)
+	}
+	slow.Cancel()
+	if _, err := slow.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		q, err := start("quick")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blocking, err := start("blocking")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocking.Cancel()
+	// The longest recent run is the cancelled slow one: well under a minute here.
+	if _, err := start("quick"); !errors.As(err, &busy) || busy.RetryAfter > time.Minute {
+		t.Fatalf("after quick runs: %v; want a Retry-After from their durations, not the 1200 s budget", err)
+	}
+	if got := api.RetryAfterSeconds(busy.RetryAfter); got < 1 {
+		t.Fatalf("Retry-After %d", got)
+	}
+}

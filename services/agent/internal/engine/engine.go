@@ -106,6 +106,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]*Run
+	took    []time.Duration // the last recentRuns finished runs' durations (capacity.go)
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -227,7 +228,7 @@ func (e *Engine) Start(ctx context.Context, req api.RunRequest) (*Run, error) {
 		return nil, fmt.Errorf("loading persona: %w", err)
 	}
 	mode := tools.ModeInteractive
-	if api.Autonomous(req.WorkflowType) {
+	if api.Autonomous(req.WorkflowType) || req.Unattended {
 		mode = tools.ModeAutonomous
 	}
 	set, removed := e.opts.Tools.ForMode(mode)
@@ -494,9 +495,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	r.mu.Lock()
 	r.result = res
 	r.mu.Unlock()
-	e.mu.Lock()
-	delete(e.running, r.ID)
-	e.mu.Unlock()
+	e.release(r)
 	close(r.done)
 }
 

@@ -57,7 +57,7 @@ func sentTools(t *testing.T, name string) json.RawMessage {
 	t.Helper()
 	srv := llmtest.NewServer(t, llmtest.Text("hello"))
 	env := map[string]string{"AGENT_PERSONA": name, "LLM_BASE_URL": srv.URL(), "AGENT_MODEL": "test-model",
-		"LLM_TIMEOUT": "5s", "SYNTHESIS_TIMEOUT": "2s", "KUBECONFIG": "/nonexistent"}
+		"LLM_TIMEOUT": "5s", "SYNTHESIS_TIMEOUT": "2s", "KUBECONFIG": "/nonexistent", "AUTH_TOKEN": "schema-token"}
 	cfg, err := config.Load(func(k string) string { return env[k] }, app.LoadPersona)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,10 @@ func sentTools(t *testing.T, name string) json.RawMessage {
 		_ = a.Shutdown(ctx)
 		hs.Close()
 	})
-	resp, err := http.Post(hs.URL+"/run", "application/json", strings.NewReader(`{"task":"hello"}`))
+	// The write token: an interactive run, sent every tool.
+	req, _ := http.NewRequest(http.MethodPost, hs.URL+"/run", strings.NewReader(`{"task":"hello"}`))
+	req.Header.Set("Authorization", "Bearer schema-token")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

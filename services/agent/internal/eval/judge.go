@@ -153,6 +153,7 @@ func fetch(ctx context.Context, url string) ([]byte, int) {
 	if err != nil {
 		return nil, 0
 	}
+	sandbox.SetAuth(req)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, 0

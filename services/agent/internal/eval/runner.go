@@ -336,6 +336,7 @@ func (r *Runner) fire(ctx context.Context, sr *scenarioRun) error {
 		if err != nil {
 			return err
 		}
+		sandbox.SetAuth(req)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err

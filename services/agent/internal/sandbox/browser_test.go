@@ -123,12 +123,11 @@ func browseDashboard(t *testing.T, ctx context.Context, base, invID, dir string)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if tok := os.Getenv("AUTH_TOKEN"); tok != "" {
-		field := chromedp.CSS(`input[name=token]`)
-		if err := chromedp.Do(ctx, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(field),
-			chromedp.SendKeys(field, tok), chromedp.Submit(field), chromedp.WaitVisible(chromedp.CSS(`#main`))); err != nil {
-			t.Fatalf("signing in: %v", err)
-		}
+	// The fleet's token (Token): the dashboard wants a sign-in.
+	field := chromedp.CSS(`input[name=token]`)
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(field),
+		chromedp.SendKeys(field, Token()), chromedp.Submit(field), chromedp.WaitVisible(chromedp.CSS(`#main`))); err != nil {
+		t.Fatalf("signing in: %v", err)
 	}
 	shot := func(name string) {
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG

@@ -3,11 +3,14 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -74,10 +77,20 @@ func statusOf(ctx context.Context, url string) int {
 	return resp.StatusCode
 }
 
-// setAuth sends the fleet's AUTH_TOKEN (passed on to every process it
-// starts) when one is set: every route but the probes needs it.
-func setAuth(req *http.Request) {
+// Token is the fleet's AUTH_TOKEN (README.md, "Try it"): this process's
+// own AUTH_TOKEN when set, else a random one made once. Every process the
+// sandbox starts gets it, and every request it sends carries it: the
+// services refuse to start without one.
+var Token = sync.OnceValue(func() string {
 	if tok := os.Getenv("AUTH_TOKEN"); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+		return tok
 	}
-}
+	b := make([]byte, 24)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b)
+})
+
+// SetAuth sends the fleet's token: every route but the probes needs it.
+func SetAuth(req *http.Request) { req.Header.Set("Authorization", "Bearer "+Token()) }
+
+func setAuth(req *http.Request) { SetAuth(req) }

@@ -109,18 +109,20 @@ func needTestenv(t *testing.T) {
 
 // testEnviron is this process's environment minus what would change the
 // demo: a model endpoint (the test checks the deterministic loop) and a
-// kubeconfig (the sandbox must start its own cluster).
+// kubeconfig (the sandbox must start its own cluster); plus the token.
 func testEnviron() []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "LLM_BASE_URL", "LLM_FALLBACK_BASE_URL", "AGENT_MODEL", "KUBECONFIG", "KUBECREW_ALLOW_ACTIONS":
+		case "LLM_BASE_URL", "LLM_FALLBACK_BASE_URL", "AGENT_MODEL", "KUBECONFIG", "KUBECREW_ALLOW_ACTIONS", "AUTH_TOKEN":
 			continue
 		}
 		out = append(out, kv)
 	}
-	return out
+	// The sandbox binary's fleet takes this process's token, which the
+	// test's requests send (Token).
+	return append(out, "AUTH_TOKEN="+Token())
 }
 
 // The whole loop, headless, and each step checked on the live services
@@ -356,6 +358,7 @@ func pageOf(ctx context.Context, url string) (string, int) {
 	if err != nil {
 		return "", 0
 	}
+	setAuth(req)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", 0

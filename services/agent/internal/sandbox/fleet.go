@@ -70,7 +70,7 @@ func (f *Fleet) URL(persona string) string { return f.Agents[persona] }
 var controlled = []string{
 	"AGENT_PERSONA", "LISTEN_ADDR", "AGENT_PEERS", "PEER_URL_TEMPLATE", "KUBECONFIG",
 	"GITOPS_FORGE", "GITOPS_REPO", "GITOPS_BRANCH", "PULSE_ENABLED", "AGENT_TOOLS",
-	"DATABASE_URL", "AUTH_TOKEN", "PERSONA_DIR", "ROUTES_FILE", "ALERT_COOLDOWN", "AGENT_CALL_TIMEOUT",
+	"DATABASE_URL", "AUTH_TOKEN", "AUTH_READ_TOKEN", "AUTH_DISABLED", "PERSONA_DIR", "ROUTES_FILE", "ALERT_COOLDOWN", "AGENT_CALL_TIMEOUT",
 	"KUBECREW_TEST_KUBECONFIG",
 }
 
@@ -108,6 +108,7 @@ func AgentEnv(c FleetConfig, m Member, peers string) map[string]string {
 		"LISTEN_ADDR":   net.JoinHostPort(c.Host, strconv.Itoa(m.Port)),
 		"AGENT_PEERS":   peers,
 		"PULSE_ENABLED": "false", // the demo runs the incident only
+		"AUTH_TOKEN":    Token(),
 	}
 	if c.Kubeconfig != "" {
 		env["KUBECONFIG"] = c.Kubeconfig
@@ -133,6 +134,7 @@ func CoreEnv(c FleetConfig, peers string) map[string]string {
 		"AGENT_PEERS":        peers,
 		"ALERT_COOLDOWN":     "30m",
 		"AGENT_CALL_TIMEOUT": "600s",
+		"AUTH_TOKEN":         Token(),
 	}
 	for k, v := range c.CoreExtra {
 		env[k] = v

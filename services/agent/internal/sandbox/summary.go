@@ -72,24 +72,28 @@ func tryIt(out io.Writer, f *Fleet, o *Outcome, m mode) {
 	fmt.Fprintln(out)
 	p("the fleet is running — core %s; noor %s, sol %s, vera %s, dax %s, ada %s",
 		f.Core, f.URL(persona.NameNoor), f.URL(persona.NameSol), f.URL(persona.NameVera), f.URL(persona.NameDax), f.URL(persona.NameAda))
+	// Every route but the probes wants the fleet's token (Token).
+	p("the fleet's AUTH_TOKEN (every request but the probes needs it; the dashboard asks for it once at %s/login):", f.Core)
+	fmt.Fprintf(out, "    export KUBECREW_TOKEN=%s\n", Token())
 	p("try:")
 	noor := f.URL(persona.NameNoor)
+	const curl = `curl -s -H "Authorization: Bearer $KUBECREW_TOKEN"`
 	lines := []string{
-		fmt.Sprintf("curl -s %s/api/v1/agents | jq '.agents[] | {slug, status, model}'", f.Core),
-		fmt.Sprintf("curl -s %s/api/v1/alerts | jq .", f.Core),
-		fmt.Sprintf("curl -s %s/api/v1/investigations | jq .", f.Core),
-		fmt.Sprintf("curl -s %s/api/v1/audit | jq .", f.Core),
-		fmt.Sprintf("curl -s %s/info | jq '{agent, model, tools: [.tools[].name]}'", noor),
-		fmt.Sprintf("curl -s %s/run -H 'Content-Type: application/json' -d '{\"task\":\"Sweep namespace %s\",\"context\":{\"namespace\":\"%s\"}}' | jq '{status, verdict, findings: [.findings[] | .key]}'", noor, FixtureNamespace, FixtureNamespace),
-		fmt.Sprintf("curl -s %s/a2a/log | jq .", f.URL(persona.NameSol)),
+		fmt.Sprintf("%s %s/api/v1/agents | jq '.agents[] | {slug, status, model}'", curl, f.Core),
+		fmt.Sprintf("%s %s/api/v1/alerts | jq .", curl, f.Core),
+		fmt.Sprintf("%s %s/api/v1/investigations | jq .", curl, f.Core),
+		fmt.Sprintf("%s %s/api/v1/audit | jq .", curl, f.Core),
+		fmt.Sprintf("%s %s/info | jq '{agent, model, tools: [.tools[].name]}'", curl, noor),
+		fmt.Sprintf("%s %s/run -H 'Content-Type: application/json' -d '{\"task\":\"Sweep namespace %s\",\"context\":{\"namespace\":\"%s\"}}' | jq '{status, verdict, findings: [.findings[] | .key]}'", curl, noor, FixtureNamespace, FixtureNamespace),
+		fmt.Sprintf("%s %s/a2a/log | jq .", curl, f.URL(persona.NameSol)),
 	}
 	if m == modeReadOnly {
-		lines[5] = fmt.Sprintf("curl -s %s/run -H 'Content-Type: application/json' -d '{\"task\":\"Sweep the cluster\"}' | jq '{status, verdict, findings: [.findings[] | .key]}'", noor)
+		lines[5] = fmt.Sprintf("%s %s/run -H 'Content-Type: application/json' -d '{\"task\":\"Sweep the cluster\"}' | jq '{status, verdict, findings: [.findings[] | .key]}'", curl, noor)
 	}
 	if o != nil && o.NoorRun.RunID != "" {
 		lines = append(lines,
-			fmt.Sprintf("curl -s %s/runs/%s | jq '{status, verdict, delegation}'", noor, o.NoorRun.RunID),
-			fmt.Sprintf("open %s/runs/%s/report   # the incident as a page", noor, o.NoorRun.RunID))
+			fmt.Sprintf("%s %s/runs/%s | jq '{status, verdict, delegation}'", curl, noor, o.NoorRun.RunID),
+			fmt.Sprintf("%s %s/runs/%s/report > report.html   # the incident as a page", curl, noor, o.NoorRun.RunID))
 	}
 	if o != nil && o.ChainURL != "" {
 		lines = append(lines, fmt.Sprintf("open %s   # the chain: outcome, then every agent's run", o.ChainURL))

@@ -76,7 +76,7 @@ func TestOOMAlertShape(t *testing.T) {
 
 func TestChildEnv(t *testing.T) {
 	t.Parallel()
-	base := []string{"PATH=/usr/bin", "DATABASE_URL=postgres://x", "AGENT_TOOLS=k8s_rollout", "AUTH_TOKEN=s", "LLM_API_KEY=k",
+	base := []string{"PATH=/usr/bin", "DATABASE_URL=postgres://x", "AGENT_TOOLS=k8s_rollout", "AUTH_TOKEN=s", "AUTH_DISABLED=true", "LLM_API_KEY=k",
 		"KUBECONFIG=/home/me/.kube/config", "PERSONA_DIR=/tmp/p", "ROUTES_FILE=/tmp/r.yaml"}
 	c := FleetConfig{Host: "127.0.0.1", Kubeconfig: "/run/kc", GitOpsRepo: "/run/gitops.git"}
 	tests := []struct {
@@ -88,8 +88,9 @@ func TestChildEnv(t *testing.T) {
 	}{
 		{"noor in the sandbox", c, Member{"noor", "platform-sre", 8001},
 			[]string{"PATH=/usr/bin", "LLM_API_KEY=k", "AGENT_PERSONA=noor", "LISTEN_ADDR=127.0.0.1:8001", "KUBECONFIG=/run/kc",
-				"GITOPS_FORGE=local", "GITOPS_REPO=/run/gitops.git", "GITOPS_BRANCH=main", "PULSE_ENABLED=false", "AGENT_MODEL=none", "AGENT_PEERS=p"},
-			[]string{"DATABASE_URL", "AGENT_TOOLS", "AUTH_TOKEN", "PERSONA_DIR", "ROUTES_FILE"}},
+				"GITOPS_FORGE=local", "GITOPS_REPO=/run/gitops.git", "GITOPS_BRANCH=main", "PULSE_ENABLED=false", "AGENT_MODEL=none", "AGENT_PEERS=p",
+				"AUTH_TOKEN=" + Token()}, // the fleet's token, never an inherited one
+			[]string{"DATABASE_URL", "AGENT_TOOLS", "AUTH_DISABLED", "PERSONA_DIR", "ROUTES_FILE"}},
 		{"sol read-only on the user's cluster", FleetConfig{Host: "127.0.0.1", Kubeconfig: "/home/me/.kube/config", ReadOnly: true},
 			Member{"sol", "k8s-engineer", 8002},
 			[]string{"AGENT_TOOLS=" + SolReadOnlyTools, "KUBECONFIG=/home/me/.kube/config"},

@@ -184,6 +184,10 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if draining {
 		body["shutdown"] = "draining"
 	}
+	// Without a token: which dependency fails, never its address.
+	if s.d.Auth.Check(r) == httpauth.None {
+		body = readiness.Public(body)
+	}
 	WriteJSON(w, code, body)
 }
 
@@ -195,6 +199,11 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	var req api.RunRequest
 	if !DecodeStrict(w, r, &req) {
 		return
+	}
+	// A run is a person's (interactive) only for a caller the write token
+	// let in, never by what its body says (README.md, "Authentication").
+	if !httpauth.Writer(r.Context()) {
+		req.Unattended = true
 	}
 	run, err := s.d.Engine.Start(r.Context(), req)
 	var ve *engine.ValidationError

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/lifecycle"
 	"github.com/kubecrew/kubecrew/pkg/redact"
 	"github.com/kubecrew/kubecrew/pkg/store"
@@ -312,6 +313,9 @@ func (s *server) run(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	res, err := s.Agents.Run(ctx, slug, kapi.RunRequest{
 		Task: body.Task, WorkflowType: kapi.WorkflowManual, Context: body.Context, Caller: "core", DiscussionID: body.DiscussionID,
+		// The core lends its token to the agent: the run is a person's only
+		// when the caller held AUTH_TOKEN itself (README.md, "Authentication").
+		Unattended: !httpauth.Writer(r.Context()),
 	}, async)
 	if err != nil {
 		var se *dispatch.StatusError

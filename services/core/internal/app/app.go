@@ -199,7 +199,7 @@ func (a *App) staleAfter() time.Duration { return a.cfg.CallTimeout + time.Minut
 
 func (a *App) router() (http.Handler, error) {
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer, kapi.RejectControlChars)
+	r.Use(middleware.Recoverer, dashboard.Headers, kapi.RejectControlChars)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, http.StatusNotFound, "no such path: %s", r.URL.Path)
 	})
@@ -280,6 +280,10 @@ func (a *App) ready(w http.ResponseWriter, r *http.Request) {
 	}
 	body["store_state"] = body[config.DepStore]
 	body[config.DepStore] = a.d.Store.Kind()
+	// Without a token: which dependency fails, never its address.
+	if (httpauth.Tokens{Full: a.cfg.AuthToken, Read: a.cfg.AuthReadToken}).Check(r) == httpauth.None {
+		body = readiness.Public(body)
+	}
 	api.WriteJSON(w, code, body)
 }
 

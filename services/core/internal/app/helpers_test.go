@@ -83,6 +83,7 @@ func newCore(t testing.TB, o coreOpts) *testCore {
 	for k, v := range o.env {
 		env[k] = v
 	}
+	laptop(env)
 	for slug, u := range o.peers {
 		env["AGENT_PEERS"] += "," + slug + "=" + u
 	}
@@ -232,3 +233,11 @@ func startHTTP(t testing.TB, c *testCore) string {
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// laptop sets AUTH_DISABLED=true in env unless it configures
+// authentication: a test of authentication sets its tokens.
+func laptop(env map[string]string) {
+	if env["AUTH_TOKEN"] == "" && env["AUTH_READ_TOKEN"] == "" && env["AUTH_DISABLED"] == "" {
+		env["AUTH_DISABLED"] = "true"
+	}
+}

@@ -22,6 +22,7 @@ import (
 func switchReplica(t *testing.T, dsn string, agent *agenttest.Agent) (*testCore, *store.Switch) {
 	t.Helper()
 	env := map[string]string{"AGENT_PEERS": "platform-sre=" + agent.URL(), "PEER_URL_TEMPLATE": "http://127.0.0.1:1/{slug}", "AGENT_CALL_TIMEOUT": "5m"}
+	laptop(env)
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)

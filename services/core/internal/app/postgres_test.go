@@ -38,6 +38,7 @@ func openPG(t testing.TB, dsn string) *store.Postgres {
 func replica(t testing.TB, dsn string, agent *agenttest.Agent) *testCore {
 	t.Helper()
 	env := map[string]string{"AGENT_PEERS": "platform-sre=" + agent.URL(), "PEER_URL_TEMPLATE": "http://127.0.0.1:1/{slug}", "AGENT_CALL_TIMEOUT": "10s"}
+	laptop(env)
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)

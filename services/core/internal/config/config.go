@@ -66,7 +66,10 @@ type Config struct {
 	AuthToken     string
 	// AuthReadToken, when set, opens the GET routes only (dashboards).
 	AuthReadToken string
-	LogLevel      zapcore.Level
+	// AuthDisabled (AUTH_DISABLED=true) is the only way to start without
+	// AUTH_TOKEN (README.md, "Authentication").
+	AuthDisabled bool
+	LogLevel     zapcore.Level
 	// Replicas is how many core processes share DATABASE_URL
 	// (CORE_REPLICAS): with more than one, a core serving from memory
 	// would dedupe alone, so it is not ready.
@@ -126,6 +129,9 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if c.Cooldown, err = duration(getenv, "ALERT_COOLDOWN", DefaultCooldown); err != nil {
+		return Config{}, err
+	}
+	if err := c.auth(getenv("AUTH_DISABLED")); err != nil {
 		return Config{}, err
 	}
 	if v := strings.TrimSpace(getenv("DISCORD_FORUM")); v != "" {
@@ -205,6 +211,35 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// AuthDisabledWarning is logged at start, listed in /info and shown on the
+// dashboard when AUTH_DISABLED=true. Worded so that the log redactor leaves
+// it whole (no "NAME: value" or "NAME=value" shape after a secret's name).
+const AuthDisabledWarning = "AUTH_DISABLED=true: authentication is off, every route is open to anyone who reaches the port, and runs started through the API are never interactive; set AUTH_TOKEN outside a laptop"
+
+// auth closes the door by default (README.md, "Authentication"): no
+// AUTH_TOKEN is a start-up error unless AUTH_DISABLED=true says so.
+func (c *Config) auth(disabled string) error {
+	if v := strings.TrimSpace(disabled); v != "" {
+		var err error
+		if c.AuthDisabled, err = strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("AUTH_DISABLED: %q is not true or false", v)
+		}
+	}
+	switch {
+	case c.AuthDisabled && (c.AuthToken != "" || c.AuthReadToken != ""):
+		return errors.New("AUTH_DISABLED is true but AUTH_TOKEN or AUTH_READ_TOKEN is set too: unset AUTH_DISABLED to require the tokens, or unset the tokens")
+	case c.AuthDisabled:
+		c.Warnings = append(c.Warnings, AuthDisabledWarning)
+	case c.AuthToken == "" && c.AuthReadToken != "":
+		return errors.New("AUTH_READ_TOKEN is set without AUTH_TOKEN: a read-only token needs the write token beside it (set AUTH_TOKEN), " +
+			"or set AUTH_DISABLED=true to run without authentication")
+	case c.AuthToken == "":
+		return errors.New("AUTH_TOKEN is not set: every route would be open to anyone who reaches the port; set AUTH_TOKEN to a long random string " +
+			"(e.g. openssl rand -hex 32), or AUTH_DISABLED=true on a laptop")
+	}
+	return nil
 }
 
 // PageConfig is where the core pages a human.

@@ -6,7 +6,16 @@ import (
 	"time"
 )
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+// env is m as an environment, with AUTH_TOKEN set unless m configures
+// authentication itself (TestAuthRequired).
+func env(m map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := m[k]; ok || k != "AUTH_TOKEN" || m["AUTH_DISABLED"] != "" || m["AUTH_READ_TOKEN"] != "" {
+			return v
+		}
+		return "test-token"
+	}
+}
 
 func TestLoadDefaults(t *testing.T) {
 	t.Parallel()
@@ -14,7 +23,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ListenAddr != ":8080" || c.CallTimeout != 600*time.Second || c.Cooldown != 30*time.Minute || c.Retention != 30*24*time.Hour || c.AuthToken != "" || c.DatabaseURL != "" {
+	if c.ListenAddr != ":8080" || c.CallTimeout != 600*time.Second || c.Cooldown != 30*time.Minute || c.Retention != 30*24*time.Hour || c.AuthToken != "test-token" || c.DatabaseURL != "" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if got := c.Peers["platform-sre"]; got != "http://agent-platform-sre.kubecrew.svc:8000" {

@@ -4,11 +4,16 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
 
 	kapi "github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/httpauth"
@@ -95,9 +100,17 @@ func (s *Dashboard) CookieOr(tokens func(http.Handler) http.Handler) func(http.H
 	}
 }
 
-// safeNext keeps a redirect on this site: a path, not //host or a scheme.
+// safeNext keeps a redirect on this site, the one check for the form's
+// field and the query: a path of this site, with no control character (a
+// browser drops tabs and newlines, so "/\t/evil.example" would become
+// "//evil.example"), no backslash (read as "/"), no second leading slash,
+// scheme, host or userinfo. Anything else goes to "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") ||
+		strings.IndexFunc(next, unicode.IsControl) >= 0 || !utf8.ValidString(next) {
+		return "/"
+	}
+	if u, err := url.Parse(next); err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
 	return next
@@ -137,8 +150,18 @@ func (s *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusBadRequest, "login", page{Title: "Sign in", Data: loginView{Next: next, Error: "The form needs a token."}})
 		return
 	}
+	client := clientAddr(r)
+	if wait := s.limiter.wait(client); wait > 0 {
+		s.d.Log.Warn("sign-in refused: too many failed sign-ins from this address", zap.String("client", client), zap.Duration("retry_after", wait))
+		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		s.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Sign in", Data: loginView{Next: next,
+			Error: fmt.Sprintf("Too many failed sign-ins from your address: try again in %s.", wait.Round(time.Second))}})
+		return
+	}
 	probe := &http.Request{Header: http.Header{"Authorization": {"Bearer " + token}}}
 	if s.auth.tokens.Check(probe) == httpauth.None {
+		s.limiter.failed(client)
+		s.d.Log.Warn("failed sign-in: the token is neither AUTH_TOKEN nor AUTH_READ_TOKEN", zap.String("client", client))
 		s.render(w, r, http.StatusUnauthorized, "login", page{Title: "Sign in", Data: loginView{Next: next, Error: "That is neither AUTH_TOKEN nor AUTH_READ_TOKEN."}})
 		return
 	}

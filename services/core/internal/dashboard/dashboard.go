@@ -54,6 +54,8 @@ type Dashboard struct {
 	api   apiClient
 	pages map[string]*template.Template
 	auth  auth
+	// limiter slows failed sign-ins per client address (limit.go).
+	limiter *loginLimiter
 }
 
 // New parses the embedded templates.
@@ -75,7 +77,7 @@ func New(d Deps) (*Dashboard, error) {
 		}
 		pages[name] = t
 	}
-	return &Dashboard{d: d, api: apiClient{h: d.API}, pages: pages, auth: auth{tokens: d.Tokens, now: d.Now}}, nil
+	return &Dashboard{d: d, api: apiClient{h: d.API}, pages: pages, auth: auth{tokens: d.Tokens, now: d.Now}, limiter: newLoginLimiter(d.Now)}, nil
 }
 
 // Routes mounts the pages on r: /, /alerts, /investigations,
@@ -104,10 +106,13 @@ type page struct {
 	Data  any
 	// Partial lists what could not be read (the rest of the page stands).
 	Partial []string
+	// AuthOff: the core runs with AUTH_DISABLED=true (every page says so).
+	AuthOff bool
 }
 
 func (s *Dashboard) render(w http.ResponseWriter, r *http.Request, code int, name string, p page) {
 	p.Now = s.d.Now().UTC()
+	p.AuthOff = !s.auth.tokens.Enabled()
 	var b bytes.Buffer
 	if err := s.pages[name].Execute(&b, p); err != nil {
 		s.d.Log.Error("dashboard render", zap.String("page", name), zap.Error(err))
@@ -117,11 +122,28 @@ func (s *Dashboard) render(w http.ResponseWriter, r *http.Request, code int, nam
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Content-Security-Policy", PageCSP)
 	w.WriteHeader(code)
 	_, _ = w.Write(b.Bytes())
+}
+
+// PageCSP is the dashboard pages' Content-Security-Policy: their script,
+// styles and data come from this origin (static/dash.js, static/dash.css,
+// the event stream), nothing inline, no framing.
+const PageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// Headers sets, on every answer of the core (pages, redirects, static
+// files, the API), a Content-Security-Policy that loads nothing and may not
+// be framed, Referrer-Policy and X-Content-Type-Options: nosniff. A page
+// sets its own policy over it (PageCSP, the reports').
+func Headers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // fail renders the error page for an API answer that the page cannot do

@@ -63,7 +63,7 @@ func Compare(ctx context.Context, o CompareOptions) error {
 	}
 	// No agent answers: each warm-up investigation fails at once, and the
 	// alert is in cooldown from then on.
-	coreEnv := []string{"ROUTES_FILE=" + routes, "AGENT_PEERS=platform-sre=http://127.0.0.1:1", "LOG_LEVEL=info"}
+	coreEnv := []string{"ROUTES_FILE=" + routes, "AGENT_PEERS=platform-sre=http://127.0.0.1:1", "LOG_LEVEL=info", "AUTH_DISABLED=true"}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	am, err := StartAlertmanager(sctx, o.AlertmanagerBin, dir)

@@ -24,7 +24,7 @@ func TestLoadgenSmoke(t *testing.T) {
 	t.Parallel()
 	ag := agenttest.New(t, "platform-sre")
 	cfg, err := config.Load(func(k string) string {
-		return map[string]string{"AGENT_PEERS": "platform-sre=" + ag.URL(), "AGENT_CALL_TIMEOUT": "10s"}[k]
+		return map[string]string{"AGENT_PEERS": "platform-sre=" + ag.URL(), "AGENT_CALL_TIMEOUT": "10s", "AUTH_DISABLED": "true"}[k]
 	})
 	if err != nil {
 		t.Fatal(err)

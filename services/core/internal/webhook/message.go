@@ -61,6 +61,10 @@ type Alert struct {
 	// hash is ContentHash taken before Bound cut the annotations (a
 	// streamed storm's alert); "" when it is to be computed.
 	hash string
+
+	// badUTF8: the body held bytes that are no UTF-8 and the decoder made
+	// U+FFFD of them in this alert's labels (markInvalidUTF8).
+	badUTF8 bool
 }
 
 // Alertname is the alert's alertname label.
@@ -164,7 +168,26 @@ func Decode(r io.Reader) (Message, error) {
 	if err := m.Validate(); err != nil {
 		return Message{}, err
 	}
+	if !utf8.Valid(buf.Bytes()) {
+		m.markInvalidUTF8()
+	}
 	return m, nil
+}
+
+// markInvalidUTF8 flags the alerts whose labels the decoder repaired: it
+// turns bytes that are no UTF-8 into U+FFFD, so after decoding only that
+// mark is left of them, and an alert carrying it in a label of a body that
+// was not UTF-8 is rejected (Alert.Problem) rather than investigated under
+// a label nobody sent.
+func (m *Message) markInvalidUTF8() {
+	for i := range m.Alerts {
+		for k, v := range m.Alerts[i].Labels {
+			if strings.ContainsRune(k, utf8.RuneError) || strings.ContainsRune(v, utf8.RuneError) {
+				m.Alerts[i].badUTF8 = true
+				break
+			}
+		}
+	}
 }
 
 // explain says why body is no webhook: empty, malformed (where), a field
@@ -266,6 +289,13 @@ func (a Alert) Problem() string {
 	}
 	if total > MaxLabels {
 		return fmt.Sprintf("labels are %d bytes together, the limit is %d", total, MaxLabels)
+	}
+	if a.badUTF8 {
+		for _, k := range sortedKeys(a.Labels) {
+			if strings.ContainsRune(k, utf8.RuneError) || strings.ContainsRune(a.Labels[k], utf8.RuneError) {
+				return fmt.Sprintf("label %s holds invalid UTF-8", Printable(k, 64))
+			}
+		}
 	}
 	if !bad {
 		return ""

@@ -103,3 +103,31 @@ func TestDecodeKeepsEncodingJSONSemantics(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidUTF8InALabelIsRejected: a label that is no UTF-8 rejects its
+// alert, naming the label, while the rest of the group is taken; invalid
+// UTF-8 elsewhere (the receiver, an annotation) rejects nothing (issue 31,
+// case 6: the decoder made U+FFFD of it and the alert was investigated).
+func TestInvalidUTF8InALabelIsRejected(t *testing.T) {
+	alert := func(fp, labels, ann string) string {
+		return `{"status":"firing","fingerprint":"` + fp + `","labels":{"alertname":"A"` + labels + `},"annotations":{"summary":"s` + ann +
+			`"},"startsAt":"2026-11-30T11:00:00Z","endsAt":"0001-01-01T00:00:00Z"}`
+	}
+	body := `{"version":"4","status":"firing","receiver":"r` + "\xfe" + `","alerts":[` +
+		alert("f1", `,"pod":"web-`+"\xff"+`"`, "") + `,` + alert("f2", `,"pod":"web-2"`, "\xff") + `,` +
+		alert("f3", `,"n`+"\xc3"+`":"x"`, "") + `,` + alert("f4", `,"pod":"web-`+"\uFFFD"+`"`, "") + `]}`
+	m, err := Decode(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"label pod holds invalid UTF-8", "", "holds invalid UTF-8", "label pod holds invalid UTF-8"} {
+		if got := m.Alerts[i].Problem(); (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("alert %d: Problem() = %q, want %q", i+1, got, want)
+		}
+	}
+	// A U+FFFD sent as such in a body that is all UTF-8 is a character.
+	clean, err := Decode(strings.NewReader(`{"version":"4","status":"firing","alerts":[` + alert("f4", `,"pod":"web-`+"\uFFFD"+`"`, "") + `]}`))
+	if err != nil || clean.Alerts[0].Problem() != "" {
+		t.Fatalf("a sent U+FFFD: %v, %q", err, clean.Alerts[0].Problem())
+	}
+}
