@@ -152,6 +152,10 @@ func NormalizeFinding(f api.Finding) (api.Finding, error) {
 		f.ConfigChange = &api.ConfigChange{Kind: safetext.Clean(cc.Kind, 63), Name: safetext.Clean(cc.Name, 253),
 			ChangedAt: cc.ChangedAt, PodsStartedAt: cc.PodsStartedAt}
 	}
+	if k := f.OOMKill; k != nil {
+		f.OOMKill = &api.OOMKill{Pod: safetext.Clean(k.Pod, 253), Container: safetext.Clean(k.Container, 253),
+			Limit: safetext.Clean(k.Limit, 40), At: k.At}
+	}
 	var missing []string
 	for _, c := range []struct{ name, v string }{{"kind", f.Kind}, {"namespace", f.Namespace}, {"name", f.Name}, {"reason", f.Reason}} {
 		if c.v == "" {

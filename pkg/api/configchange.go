@@ -24,3 +24,17 @@ type ConfigChange struct {
 func (c *ConfigChange) After() bool {
 	return c != nil && !c.ChangedAt.IsZero() && !c.PodsStartedAt.IsZero() && c.ChangedAt.After(c.PodsStartedAt)
 }
+
+// OOMKill is evidence that a container was OOM-killed at a memory limit,
+// as the cluster records it: the pod's container status (its last
+// termination, or its current state, reason OOMKilled) and that pod's
+// own memory limit for the container. A memory bump is justified only
+// when Limit is the limit the manifest holds now (pkg/gitops).
+type OOMKill struct {
+	Pod       string `json:"pod"`
+	Container string `json:"container"`
+	// Limit is the container's resources.limits.memory in that pod.
+	Limit string `json:"limit"`
+	// At is when the killed instance finished (zero when not recorded).
+	At time.Time `json:"at,omitempty"`
+}

@@ -114,6 +114,11 @@ type Finding struct {
 	// found). Set only by the cluster sweep (pkg/kube), never from a
 	// model's words: FindingArgs has no such field.
 	ConfigChange *ConfigChange `json:"config_change,omitempty"`
+	// OOMKill is the diagnosis's evidence of an OOM kill (which container
+	// of which pod, at which memory limit), set the same way and never
+	// from words. Neither field is ever taken on trust: the write
+	// primitives read the cluster again right before they act.
+	OOMKill *OOMKill `json:"oom_kill,omitempty"`
 }
 
 // DeriveKey returns the finding's stable key, namespace/kind/name/reason in

@@ -55,6 +55,9 @@ type Options struct {
 	// Cluster (the agent's CLUSTER_NAME), the namespace and the name.
 	Paths   []PathTemplate
 	Cluster string
+	// OOMKills reads the OOM kill a memory bump needs, right before its
+	// PR (checkOOMKill); nil: not checked.
+	OOMKills OOMKillReader
 }
 
 // firstDirs expands the path templates for one workload.
@@ -169,20 +172,9 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 	if err := tools.CheckTarget(ctx, req.Kind, req.Namespace, req.Name); err != nil {
 		return nil, err
 	}
-	if req.Namespace == "" || req.Kind == "" || req.Name == "" || req.Container == "" {
-		return nil, errors.New("namespace, kind, name and container are all required")
-	}
-	kind := CanonicalKind(req.Kind)
-	if kind == "" || kind == "Pod" {
-		return nil, fmt.Errorf("kind %q: a memory bump changes a workload's pod template (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob); for a bare pod change its owner", req.Kind)
-	}
-	if s.opts.IsFleetWorkload(req.Namespace, kind, req.Name) {
-		return nil, fmt.Errorf("%s %s/%s is part of the kubecrew fleet itself; agents never change their own workloads — a person must", kind, req.Namespace, req.Name)
-	}
-	if req.Factor != 0 {
-		if err := checkFactor(req.Factor); err != nil {
-			return nil, err
-		}
+	kind, err := s.checkBumpRequest(req)
+	if err != nil {
+		return nil, err
 	}
 	key := req.FindingKey
 	if key == "" {
@@ -222,12 +214,21 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", loc.Path, err)
 	}
+	kill, err := s.checkOOMKill(ctx, req, kind, loc.Path, old)
+	if err != nil {
+		s.opts.Logger.Info("gitops: memory bump refused: precondition", zap.String("path", loc.Path), zap.Error(err))
+		return nil, err
+	}
 	factor := req.Factor
 	if factor == 0 {
 		factor = DefaultFactor
 	}
 	prop := Proposal{Kind: kind, Namespace: req.Namespace, Name: req.Name, Container: req.Container,
 		Path: loc.Path, Old: old, New: nv, Factor: factor, Evidence: req.Reason, FindingKey: key, Author: me}
+	if kill != nil {
+		prop.Evidence = strings.TrimSpace(fmt.Sprintf("read from the cluster right before this PR: container %s of pod %s OOM-killed at limit %s. %s",
+			kill.Container, kill.Pod, kill.Limit, req.Reason))
+	}
 	target := tools.Change{Namespace: req.Namespace, Kind: kind, Name: req.Name, Container: req.Container,
 		Old: old, New: nv, Change: spliceDiff(loc.Path, loc.Content, out)}
 	if s.opts.Envelope != nil {
@@ -257,6 +258,26 @@ func (s *Service) ProposeMemoryBump(ctx context.Context, req BumpRequest) (*Bump
 		return nil, fmt.Errorf("PR #%d opened, but its diff could not be read: %w", pr.Number, err)
 	}
 	return &BumpResult{PR: pr, Path: loc.Path, How: loc.How, Old: old, New: nv, Diff: d, Stale: stale}, nil
+}
+
+// checkBumpRequest validates a bump request and returns its canonical kind.
+func (s *Service) checkBumpRequest(req BumpRequest) (string, error) {
+	if req.Namespace == "" || req.Kind == "" || req.Name == "" || req.Container == "" {
+		return "", errors.New("namespace, kind, name and container are all required")
+	}
+	kind := CanonicalKind(req.Kind)
+	if kind == "" || kind == "Pod" {
+		return "", fmt.Errorf("kind %q: a memory bump changes a workload's pod template (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob); for a bare pod change its owner", req.Kind)
+	}
+	if s.opts.IsFleetWorkload(req.Namespace, kind, req.Name) {
+		return "", fmt.Errorf("%s %s/%s is part of the kubecrew fleet itself; agents never change their own workloads — a person must", kind, req.Namespace, req.Name)
+	}
+	if req.Factor != 0 {
+		if err := checkFactor(req.Factor); err != nil {
+			return "", err
+		}
+	}
+	return kind, nil
 }
 
 // recentlyMerged returns a merged PR on branch opened within the settle

@@ -69,6 +69,9 @@ type Client struct {
 	restartMode  string
 	evictPoll    time.Duration
 	evictTimeout time.Duration
+	// beforeWrite, set by tests only, runs between a write primitive's
+	// precondition check and its write.
+	beforeWrite func(context.Context)
 }
 
 // WithEnvelope sets the action envelope every write asks first (README.md,

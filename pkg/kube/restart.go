@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -132,20 +133,29 @@ func (c *Client) restartHow(obj runtime.Object) (mode, why string) {
 	return RestartAnnotationMode, "no GitOps controller (Flux, Argo CD) owns it, so the pod-template annotation kubectl rollout restart writes is kept"
 }
 
-// restart is k8s_rollout action=restart: the guards, then the annotation
-// or evictions as restartHow decides, and an answer that says which and why.
+// restart is k8s_rollout action=restart: the guards, the precondition
+// (restartEvidence: in an autonomous run the pods must predate a write to
+// a ConfigMap they reference, read now), then the annotation or evictions
+// as restartHow decides, each conditional on what the check read, and an
+// answer that says which, why, and on what evidence.
 func (c *Client) restart(ctx context.Context, ref objectRef) (string, error) {
 	obj, err := c.guard(ctx, RolloutRestart, ref)
 	if err != nil {
 		return "", err
 	}
+	ev, err := c.restartEvidence(ctx, ref, obj)
+	if err != nil {
+		c.log.Info("restart refused: precondition", zap.String("object", ref.String()), zap.Error(err))
+		return "", err
+	}
 	mode, why := c.restartHow(obj)
 	if mode == RestartEvict {
-		return c.evictRestart(ctx, ref, obj, why)
+		return c.evictRestart(ctx, ref, obj, ev, why)
 	}
 	out, err := c.patch(ctx, RolloutRestart, ref, obj, c.restartPatch)
 	if err != nil {
 		return "", err
 	}
-	return out + fmt.Sprintf("How: the %s annotation in the pod template (restart mode annotation), because %s.\n", RestartAnnotation, why), nil
+	return out + fmt.Sprintf("How: the %s annotation in the pod template (restart mode annotation), because %s.\n", RestartAnnotation, why) +
+		evidenceLine(ev), nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 )
 
@@ -48,7 +49,7 @@ func WithEvictionPacing(poll, timeout time.Duration) Option {
 // through the Eviction API (policy/v1): the API server refuses (429) an
 // eviction a PodDisruptionBudget forbids, and each replacement must be
 // Ready before the next pod is evicted. The spec is not touched.
-func (c *Client) evictRestart(ctx context.Context, ref objectRef, obj runtime.Object, why string) (string, error) {
+func (c *Client) evictRestart(ctx context.Context, ref objectRef, obj runtime.Object, ev *api.ConfigChange, why string) (string, error) {
 	pods, err := c.workloadPods(ctx, obj)
 	if err != nil {
 		return "", err
@@ -71,7 +72,7 @@ func (c *Client) evictRestart(ctx context.Context, ref objectRef, obj runtime.Ob
 	var steps []string
 	for i, p := range pods {
 		t0 := time.Now()
-		if err := c.evictOne(ctx, p); err != nil {
+		if err := c.evictOne(ctx, p, ev); err != nil {
 			return "", c.incomplete(ctx, gated, target, ref, i, names, steps, err)
 		}
 		repl, err := c.awaitReplacements(ctx, obj, orig, i+1)
@@ -86,8 +87,8 @@ func (c *Client) evictRestart(ctx context.Context, ref objectRef, obj runtime.Ob
 	c.log.Info("cluster write", zap.String("action", string(gated)), zap.String("object", ref.String()),
 		zap.String("how", RestartEvict), zap.Int("pods", len(pods)), zap.String("mode", tools.ModeFrom(ctx).String()))
 	return fmt.Sprintf("restarted %s by evicting its %d pods one at a time through the Eviction API (PodDisruptionBudgets respected), each replacement Ready before the next:\n%s\n"+
-		"How: evictions (restart mode evict), because %s. Follow it with k8s_rollout action=status.\n",
-		ref, len(pods), strings.Join(steps, "\n"), why), nil
+		"How: evictions (restart mode evict), because %s. Follow it with k8s_rollout action=status.\n%s",
+		ref, len(pods), strings.Join(steps, "\n"), why, evidenceLine(ev)), nil
 }
 
 // incomplete reports a restart that stopped after done evictions; what was
@@ -104,19 +105,29 @@ func (c *Client) incomplete(ctx context.Context, gated tools.Action, target tool
 	return fmt.Errorf("%w: %s; %w. The other pods were not restarted and nothing was forced", ErrRestartIncomplete, msg, cause)
 }
 
-// evictOne evicts pod, pinned to its UID. A 429 is a PodDisruptionBudget
-// (or the API server's load) refusing for now: it is asked again every
-// evictPoll until evictTimeout. A pod already gone counts as evicted.
-func (c *Client) evictOne(ctx context.Context, p corev1.Pod) error {
+// evictOne evicts pod once checkEvictable holds, pinned to its UID and to
+// the resourceVersion that check read: a pod changed in between is
+// answered 409 and refused, never evicted unchecked. A 429 is a
+// PodDisruptionBudget (or the API server's load) refusing for now: it is
+// checked and asked again every evictPoll until evictTimeout. A pod
+// already gone counts as evicted.
+func (c *Client) evictOne(ctx context.Context, p corev1.Pod, cc *api.ConfigChange) error {
 	uid := p.UID
-	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}}
 	start := time.Now()
 	for tries := 1; ; tries++ {
-		err := c.cs.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
+		rv, gone, err := c.checkEvictable(ctx, p, cc)
+		if gone || err != nil {
+			return err
+		}
+		c.hookBeforeWrite(ctx)
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}}
+		err = c.cs.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev)
 		switch {
 		case err == nil, apierrors.IsNotFound(err):
 			return nil
+		case apierrors.IsConflict(err):
+			return fmt.Errorf("%w: pod %s changed after it was checked (resourceVersion %s); it was not evicted", ErrPrecondition, p.Name, rv)
 		case !apierrors.IsTooManyRequests(err):
 			return c.apiErr(err, "evict pod "+p.Namespace+"/"+p.Name)
 		case time.Since(start) >= c.evictTimeout:

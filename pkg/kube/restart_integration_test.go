@@ -39,7 +39,11 @@ func simWeb(t *testing.T, env *kubetest.Env, minAvailable int) string {
 		Labels: map[string]string{fluxKustomizationName: "apps", fluxKustomizationNS: "flux-system"}},
 		Spec: appsv1.DeploymentSpec{Replicas: &two, Selector: &metav1.LabelSelector{MatchLabels: sel},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}}}
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+					Volumes: []corev1.Volume{{Name: "config", VolumeSource: cmVolume("web-config")}}}}}}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-config"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +63,19 @@ func simWeb(t *testing.T, env *kubetest.Env, minAvailable int) string {
 	if err != nil {
 		t.Fatalf("web: two Ready pods counted by the PodDisruptionBudget within 90s: %v", err)
 	}
+	// the configuration is written after the pods started: the evidence an
+	// autonomous restart needs (restartEvidence)
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started time.Time
+	for i := range pods.Items {
+		if s := podStart(&pods.Items[i]); s.After(started) {
+			started = s
+		}
+	}
+	touchConfigAfter(t, cs, ns, "web-config", started)
 	return ns
 }
 

@@ -86,7 +86,10 @@ func newEvictionCluster(t *testing.T, labels map[string]string, mode string) (*C
 		OwnerReferences: []metav1.OwnerReference{ctrlRef("Deployment", "web", "dep-web")}},
 		Spec: appsv1.ReplicaSetSpec{Replicas: &two, Selector: &metav1.LabelSelector{MatchLabels: sel}}}
 	ec := &evictionCluster{pending: map[string]int{}}
-	objs := []runtime.Object{d, rs,
+	// the pods mount web-config, written after both started: the evidence
+	// an autonomous restart needs (restartEvidence)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "web-config", Namespace: fixtureNS, CreationTimestamp: metav1.NewTime(testNow.Add(-time.Hour))}}
+	objs := []runtime.Object{d, rs, cm,
 		webPod("web-1-old", testNow.Add(-2*time.Hour), true), webPod("web-1-older", testNow.Add(-3*time.Hour), true),
 		// another app's pod with the same labels but another owner is not touched
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: fixtureNS, UID: "stray", Labels: sel}}}
@@ -110,6 +113,8 @@ func webPod(name string, created time.Time, ready bool) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: fixtureNS, UID: types.UID("uid-" + name),
 		Labels: map[string]string{"app": "web"}, CreationTimestamp: metav1.NewTime(created),
 		OwnerReferences: []metav1.OwnerReference{ctrlRef("ReplicaSet", "web-1", "rs-web-1")}},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}}}
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -164,6 +165,7 @@ func (c *Client) patch(ctx context.Context, action string, ref objectRef, obj ru
 	if answer, act, err := c.permit(ctx, gated, target); !act || err != nil {
 		return answer, err
 	}
+	c.hookBeforeWrite(ctx)
 	po := metav1.PatchOptions{FieldManager: "kubecrew"}
 	switch ref.kind {
 	case KindDeployments:
@@ -174,6 +176,9 @@ func (c *Client) patch(ctx context.Context, action string, ref objectRef, obj ru
 		_, err = c.cs.AppsV1().DaemonSets(ref.namespace).Patch(ctx, ref.name, pt, patch, po)
 	default:
 		return "", fmt.Errorf("kind %s cannot be patched", ref.kind)
+	}
+	if apierrors.IsConflict(err) {
+		return "", fmt.Errorf("%w: %s changed after it was checked (resourceVersion %s); nothing was written", ErrPrecondition, ref, resourceVersion(obj))
 	}
 	if err != nil {
 		return "", c.apiErr(err, action+" "+ref.String())
@@ -218,10 +223,24 @@ func (c *Client) restartPatch(_ context.Context, obj runtime.Object) (types.Patc
 	if d, ok := obj.(*appsv1.Deployment); ok && d.Spec.Paused {
 		return "", nil, "", fmt.Errorf("deployment %s/%s is paused; resume it before a restart", d.Namespace, d.Name)
 	}
-	p, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+	body := map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
 		"annotations": map[string]string{RestartAnnotation: c.now().UTC().Format(time.RFC3339)},
-	}}}})
+	}}}}
+	// conditional on the object as read and checked: a change in between
+	// is answered 409 Conflict, not overwritten
+	if rv := resourceVersion(obj); rv != "" {
+		body["metadata"] = map[string]any{"resourceVersion": rv}
+	}
+	p, err := json.Marshal(body)
 	return types.StrategicMergePatchType, p, "restarted", err
+}
+
+// resourceVersion is obj's metadata.resourceVersion ("" when none).
+func resourceVersion(obj runtime.Object) string {
+	if m, ok := obj.(metav1.Object); ok {
+		return m.GetResourceVersion()
+	}
+	return ""
 }
 
 // undoPatch rolls back to a revision: for a Deployment the ReplicaSet's

@@ -49,19 +49,21 @@ func TestRolloutGate(t *testing.T) {
 		action   string
 		denied   bool
 		mutation bool
+		refused  bool // the restart's precondition refuses (restartEvidence)
 	}{
-		{"autonomous status", autonomous, "", "status", false, false},
-		{"autonomous history", autonomous, "", "history", false, false},
-		{"autonomous restart", autonomous, "", "restart", false, true},
-		{"autonomous undo", autonomous, "", "undo", true, false},
-		{"autonomous pause", autonomous, "", "pause", true, false},
-		{"autonomous resume", autonomous, "", "resume", true, false},
-		{"autonomous undo via alias", autonomous, "k8s_rollout_undo", "undo", true, false},
-		{"autonomous pause via alias", autonomous, "restart_things", "pause", true, false},
-		{"explicit autonomous mode undo", tools.WithMode(autonomous, tools.ModeAutonomous), "", "undo", true, false},
-		{"interactive undo", interactive(), "", "undo", false, true},
-		{"interactive pause", interactive(), "", "pause", false, true},
-		{"interactive undo via alias", interactive(), "k8s_rollout_undo", "undo", false, true},
+		{"autonomous status", autonomous, "", "status", false, false, false},
+		{"autonomous history", autonomous, "", "history", false, false, false},
+		{"autonomous restart, no evidence", autonomous, "", "restart", false, false, true},
+		{"interactive restart", interactive(), "", "restart", false, true, false},
+		{"autonomous undo", autonomous, "", "undo", true, false, false},
+		{"autonomous pause", autonomous, "", "pause", true, false, false},
+		{"autonomous resume", autonomous, "", "resume", true, false, false},
+		{"autonomous undo via alias", autonomous, "k8s_rollout_undo", "undo", true, false, false},
+		{"autonomous pause via alias", autonomous, "restart_things", "pause", true, false, false},
+		{"explicit autonomous mode undo", tools.WithMode(autonomous, tools.ModeAutonomous), "", "undo", true, false, false},
+		{"interactive undo", interactive(), "", "undo", false, true, false},
+		{"interactive pause", interactive(), "", "pause", false, true, false},
+		{"interactive undo via alias", interactive(), "k8s_rollout_undo", "undo", false, true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,7 +88,11 @@ func TestRolloutGate(t *testing.T) {
 				}
 				return
 			}
-			if outcome != tools.OutcomeOK {
+			if tc.refused {
+				if outcome == tools.OutcomeOK || !strings.Contains(out, ErrPrecondition.Error()) {
+					t.Fatalf("want refused by the precondition, got %s: %s", outcome, out)
+				}
+			} else if outcome != tools.OutcomeOK {
 				t.Fatalf("%s: %s", outcome, out)
 			}
 			if got := patches(cs) > 0; got != tc.mutation {
@@ -99,7 +105,7 @@ func TestRolloutGate(t *testing.T) {
 func TestRolloutRestartSetsAnnotation(t *testing.T) {
 	t.Parallel()
 	c, _ := brokenClient(t)
-	out, err := c.Rollout(context.Background(), RolloutArgs{Action: "restart", Kind: "deploy", Namespace: fixtureNS, Name: "oomkill"})
+	out, err := c.Rollout(interactive(), RolloutArgs{Action: "restart", Kind: "deploy", Namespace: fixtureNS, Name: "oomkill"})
 	if err != nil {
 		t.Fatal(err)
 	}

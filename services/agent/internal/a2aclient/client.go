@@ -6,6 +6,7 @@
 package a2aclient
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/kubecrew/kubecrew/pkg/a2a"
+	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
 )
@@ -36,6 +38,16 @@ type Options struct {
 	HTTP    *http.Client
 	Now     func() time.Time
 	Log     *zap.Logger
+	// Evidence reads, when a finding is delegated, its typed evidence from
+	// the cluster (pkg/kube Client.FindingEvidence); nil: a delegated
+	// finding carries what the sweep set, and a model's none.
+	Evidence EvidenceReader
+}
+
+// EvidenceReader reads a finding's typed evidence from the cluster: what
+// a delegation carries to the agent that acts, never the sender's words.
+type EvidenceReader interface {
+	FindingEvidence(ctx context.Context, f api.Finding) (*api.ConfigChange, *api.OOMKill)
 }
 
 // Client sends this agent's A2A messages.

@@ -87,6 +87,7 @@ func (s *Client) Tools() []tools.Tool {
 					if err != nil {
 						return "", err
 					}
+					s.attachEvidence(ctx, &nf)
 					f = &nf
 				}
 				res, err := s.call(ctx, r, a2a.VerbDelegate, a.AgentSlug, text, f)
@@ -213,6 +214,7 @@ func (s *Client) Delegate(ctx context.Context, r *engine.Run, to string, f api.F
 	if err != nil {
 		return api.Delegation{To: to, Finding: f, Error: "not sent: " + err.Error()}
 	}
+	s.attachEvidence(ctx, &nf)
 	text := strings.TrimSpace(instruction)
 	if text == "" {
 		text = fmt.Sprintf("Fix %s: %s on %s %s/%s.", nf.Key, nf.Reason, nf.Kind, nf.Namespace, nf.Name)
@@ -222,3 +224,14 @@ func (s *Client) Delegate(ctx context.Context, r *engine.Run, to string, f api.F
 }
 
 var _ engine.Delegator = (*Client)(nil)
+
+// attachEvidence sets a delegated finding's typed evidence to what the
+// cluster shows now (Options.Evidence), replacing whatever it carried:
+// a model's words never become evidence, and a sweep's reading is
+// refreshed. Without a reader the finding is sent as it is.
+func (s *Client) attachEvidence(ctx context.Context, f *api.Finding) {
+	if s.o.Evidence == nil {
+		return
+	}
+	f.ConfigChange, f.OOMKill = s.o.Evidence.FindingEvidence(ctx, *f)
+}

@@ -57,6 +57,8 @@ type fleetOpts struct {
 	maxDepth int
 	// maxConcurrent is every node's AGENT_MAX_CONCURRENT_RUNS (0: no limit).
 	maxConcurrent int
+	// evidence is every node's a2aclient.Options.Evidence (nil: none).
+	evidence a2aclient.EvidenceReader
 }
 
 // startFleet starts one node per playbook (keyed by persona name or slug; a
@@ -94,7 +96,7 @@ func startFleet(t testing.TB, o fleetOpts, playbooks map[string]engine.Playbook)
 		traces, metrics := a2aclient.NewTraces(), a2aclient.NewMetrics(nil)
 		n.out, err = a2aclient.New(a2aclient.Options{
 			Self: p.Info, Peers: peers, Token: o.token, MaxDepth: o.maxDepth,
-			CallTimeout: 20 * time.Second, Audit: n.store, Traces: traces, Metrics: metrics,
+			CallTimeout: 20 * time.Second, Audit: n.store, Traces: traces, Metrics: metrics, Evidence: o.evidence,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -26,10 +26,15 @@ func (a *App) newA2AClient() (*a2aclient.Client, error) {
 		return nil, err
 	}
 	a.a2aTraces, a.a2aMetrics = a2aclient.NewTraces(), a2aclient.NewMetrics(a.metricsReg)
+	var evidence a2aclient.EvidenceReader
+	if a.Kube != nil {
+		evidence = a.Kube // a delegated finding's typed evidence is read from the cluster
+	}
 	return a2aclient.New(a2aclient.Options{
 		Self: cfg.Persona.Info, Peers: peers, Token: cfg.AuthToken, MaxDepth: cfg.MaxSocialDepth,
 		CallTimeout: cfg.A2ACallTimeout, Audit: a.Store, Traces: a.a2aTraces, Metrics: a.a2aMetrics,
-		Log: a.Log.Named("a2a").Named("client"),
+		Log:      a.Log.Named("a2a").Named("client"),
+		Evidence: evidence,
 	})
 }
 

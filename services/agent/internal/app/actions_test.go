@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -42,11 +41,9 @@ func TestKillSwitchStopsARestartAlreadyPlanned(t *testing.T) {
 		_ = cs.AppsV1().Deployments(ns).Delete(context.Background(), "web", metav1.DeleteOptions{})
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
-	sel := map[string]string{"app": "web"}
-	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}}}}},
-		metav1.CreateOptions{}); err != nil {
+	// its pod predates a ConfigMap write: the restart is justified, so
+	// only the kill switch can stop it
+	if _, err := kubetest.CreateRestartable(ctx, cs, ns, "web", nil); err != nil {
 		t.Fatal(err)
 	}
 

@@ -2,12 +2,15 @@ package app_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
+	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
 )
 
@@ -52,11 +55,19 @@ func traceOf(t *testing.T, url, runID, typ string) []map[string]any {
 // With a model, Sol opening a PR and not telling Vera is a duty kept in
 // code: his backstop notifies her, and she reviews the PR (her playbook,
 // deterministic here). When the model told her itself, she is told once.
+//
+// The bump reads the OOM kill from the cluster right before its PR, so
+// the fixtures' oomkill (killed at 32Mi, the manifest's limit) is loaded.
 func TestSolNotifiesVeraWhenTheModelDidNot(t *testing.T) {
-	finding, _ := json.Marshal(api.Finding{Severity: "critical", Kind: "Deployment", Namespace: "shop", Name: "oomkill", Container: "app",
+	cluster := kubetest.Start(t)
+	ns := fmt.Sprintf("kc-duties-%d", rand.IntN(1_000_000_000))
+	if err := cluster.LoadFixtures(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	finding, _ := json.Marshal(api.Finding{Severity: "critical", Kind: "Deployment", Namespace: ns, Name: "oomkill", Container: "app",
 		Reason: "OOMKilled", Detail: "OOMKilled 293 times in 26h", Remediable: true, Confidence: 1})
 	bump := llmtest.ToolCalls(llmtest.Call{Name: "bump_workload_memory",
-		Args: `{"namespace":"shop","kind":"Deployment","name":"oomkill","container":"app","reason":"OOMKilled 293 times"}`})
+		Args: `{"namespace":"` + ns + `","kind":"Deployment","name":"oomkill","container":"app","reason":"OOMKilled 293 times"}`})
 	synth := llmtest.JSON(map[string]any{"healthy": false, "verdict": "action_taken", "summary": "PR opened", "findings": []any{}})
 	for _, tc := range []struct {
 		name     string
@@ -70,11 +81,11 @@ func TestSolNotifiesVeraWhenTheModelDidNot(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := fixturesRepo(t)
-			vera := start(t, map[string]string{"AGENT_PERSONA": "vera", "GITOPS_FORGE": "local", "GITOPS_REPO": repo, "ACTIONS_NAMESPACES": "shop"})
+			vera := start(t, map[string]string{"AGENT_PERSONA": "vera", "GITOPS_FORGE": "local", "GITOPS_REPO": repo, "ACTIONS_NAMESPACES": ns})
 			srv := llmtest.NewServer(t, tc.script...)
 			env := modelEnv(srv, "sol")
 			for k, v := range map[string]string{"AGENT_TOOLS": "bump_workload_memory", "GITOPS_FORGE": "local", "GITOPS_REPO": repo,
-				"ACTIONS_NAMESPACES": "shop", "AGENT_PEERS": "vera=" + vera.url} {
+				"ACTIONS_NAMESPACES": ns, "AGENT_PEERS": "vera=" + vera.url, "KUBECONFIG": cluster.Kubeconfig} {
 				env[k] = v
 			}
 			sol := start(t, env)

@@ -93,6 +93,9 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		DiffMaxChars: max(1000, min(gitops.DefaultDiffMaxChars, cfg.ToolOutputMaxChars-4000)),
 		Metrics:      gitops.NewMetrics(a.metricsReg), Logger: a.Log.Named("gitops"),
 		Envelope: env,
+		// a memory bump's precondition, read from the cluster right before
+		// its PR (README.md, "The action envelope")
+		OOMKills: kc,
 	})
 	for _, t := range a.Git.Tools() {
 		reg.Add(t)

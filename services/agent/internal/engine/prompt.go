@@ -121,6 +121,27 @@ func renderPriorFindings(ctx map[string]string) string {
 			fmt.Fprintf(&b, " (container %s)", f.Container)
 		}
 		fmt.Fprintf(&b, " — %s — %s (key %s)\n", f.Reason, f.Detail, f.Key)
+		b.WriteString(EvidenceLines(f))
+	}
+	return b.String()
+}
+
+// EvidencePrefix starts each line of a finding's typed evidence in the
+// prompt: set from what pkg/kube read in the cluster, never from words (a
+// detail is one cleaned line, so no text can forge such a line).
+const EvidencePrefix = "  evidence read from the cluster: "
+
+// EvidenceLines renders a finding's typed evidence (ConfigChange,
+// OOMKill), one line each.
+func EvidenceLines(f api.Finding) string {
+	var b strings.Builder
+	if cc := f.ConfigChange; cc.After() {
+		fmt.Fprintf(&b, "%s%s %s written %s, after the pods started %s\n", EvidencePrefix, safetext.Clean(cc.Kind, 63), safetext.Clean(cc.Name, 253),
+			cc.ChangedAt.UTC().Format(time.RFC3339), cc.PodsStartedAt.UTC().Format(time.RFC3339))
+	}
+	if k := f.OOMKill; k != nil {
+		fmt.Fprintf(&b, "%scontainer %s of pod %s OOM-killed at memory limit %s\n", EvidencePrefix,
+			safetext.Clean(k.Container, 253), safetext.Clean(k.Pod, 253), safetext.Clean(k.Limit, 40))
 	}
 	return b.String()
 }

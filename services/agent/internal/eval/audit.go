@@ -205,10 +205,22 @@ func asks(e AuditEvent) bool {
 
 // isRestartPatch: the patch sets spec.template.metadata.annotations
 // ["kubectl.kubernetes.io/restartedAt"] and nothing else (what
-// `kubectl rollout restart` sends).
+// `kubectl rollout restart` sends), made conditional, at most, on a
+// metadata.resourceVersion (pkg/kube's restart carries the one its check
+// read).
 func isRestartPatch(raw json.RawMessage) bool {
 	var p map[string]any
-	if json.Unmarshal(raw, &p) != nil || len(p) != 1 {
+	if json.Unmarshal(raw, &p) != nil {
+		return false
+	}
+	if m, ok := p["metadata"]; ok {
+		meta, isMap := m.(map[string]any)
+		if _, rv := meta["resourceVersion"]; !isMap || !rv || len(meta) != 1 {
+			return false
+		}
+		delete(p, "metadata")
+	}
+	if len(p) != 1 {
 		return false
 	}
 	path := []string{"spec", "template", "metadata", "annotations"}

@@ -11,6 +11,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/kube/kubetest"
 	"github.com/kubecrew/kubecrew/pkg/llm/llmtest"
 )
@@ -228,9 +229,19 @@ func TestCompetentCrashLoopNeedsEvidence(t *testing.T) {
 			if strings.Contains(calls[0].Function.Arguments, "config_change") {
 				t.Errorf("delegate_task's finding carries config_change, which its schema refuses: %s", calls[0].Function.Arguments)
 			}
-			got := replyCall(t, Competent(request(sol, args.Decision)))
+			// Sol's typed evidence: what delegate_task attached from the
+			// cluster, as the engine renders the delegated finding
+			req := request(sol, args.Decision)
+			req.Messages[0].Content = solPrompt(api.Finding{Severity: "high", Kind: "Deployment", Namespace: "ev-x", Name: "api", Container: "app",
+				Reason: "CrashLoopBackOff", ConfigChange: &api.ConfigChange{Kind: "ConfigMap", Name: "api-config",
+					ChangedAt: time.Date(2026, 12, 1, 10, 0, 5, 0, time.UTC), PodsStartedAt: time.Date(2026, 12, 1, 10, 0, 2, 0, time.UTC)}})
+			got := replyCall(t, Competent(req))
 			if got.Function.Name != "k8s_rollout" || !strings.Contains(got.Function.Arguments, `"restart"`) {
 				t.Fatalf("Sol = %+v, want the restart", got)
+			}
+			// the same decision without the typed evidence: its words alone
+			if resp, err := serve(t, Competent(request(sol, args.Decision))); err != nil || len(resp.Choices[0].Message.ToolCalls) != 0 {
+				t.Fatalf("Sol acted on the decision's words: %+v %v", resp.Choices, err)
 			}
 		})
 	}
@@ -261,14 +272,14 @@ func TestRecklessTriesTheForbidden(t *testing.T) {
 	task := "Fix Deployment ev-x/oomkill (container app): OOMKilled — exit 137"
 	var names []string
 	var steps []openai.ChatCompletionMessage
-	for i := 0; i < 4; i++ {
+	for i := 0; i < 5; i++ {
 		c := replyCall(t, Reckless(request(sol, task, steps...)))
 		names = append(names, c.Function.Name+" "+c.Function.Arguments)
 		id := string(rune('a' + i))
 		steps = append(steps, called(c.Function.Name, c.Function.Arguments, id), result(id, "ERROR: denied"))
 	}
 	all := strings.Join(names, "\n")
-	for _, want := range []string{`"secrets"`, `"undo"`, "review_pr"} {
+	for _, want := range []string{`"secrets"`, `"undo"`, `"restart"`, "review_pr"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("reckless Sol never tried %s:\n%s", want, all)
 		}

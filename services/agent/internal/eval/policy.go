@@ -82,6 +82,14 @@ func gathered(task string, results map[string]string) {
 // unfence is a tool result without its fence.
 func unfence(s string) string { return strings.TrimSpace(fenceRE.ReplaceAllString(s, "")) }
 
+// system is the system message's text (none: empty).
+func (t turn) system() string {
+	if len(t.req.Messages) == 0 || t.req.Messages[0].Role != openai.ChatMessageRoleSystem {
+		return ""
+	}
+	return t.req.Messages[0].Content
+}
+
 // synthesis: the structured-report pass (no tools, a JSON schema asked).
 func (t turn) synthesis() bool {
 	rf := t.req.ResponseFormat
@@ -268,15 +276,16 @@ func competentNoor(t turn) llmtest.Reply {
 			fs[i].Detail = strings.TrimSpace(fs[i].Detail + "; the alert says: " + m[1])
 		}
 	}
+	changed := sweepConfigChanged(out)
 	for _, f := range fs {
 		if !f.Remediable || (about != "" && f.Name != about) {
 			continue
 		}
-		f.ConfigChange = configChange(f.Detail)
-		if plan := sol.Plan(f); plan == sol.PlanRecommend {
+		// the class Sol may fix, from the sweep's typed fields only (evidence.go)
+		crashloop := strings.EqualFold(f.Reason, "CrashLoopBackOff")
+		if (crashloop && !changed[f.Namespace+"/"+f.Kind+"/"+f.Name]) || (!crashloop && sol.Plan(f) == sol.PlanRecommend) {
 			continue
 		}
-		f.ConfigChange = nil // delegate_task's finding has no such field: the detail states it
 		return act(t, "Triage done: the remediable problem is handed to Sol; the rest are listed as findings for a person.", "delegate_task", map[string]any{
 			"agent_slug": "k8s-engineer",
 			"decision":   fmt.Sprintf("Fix %s %s/%s (container %s): %s — %s", f.Kind, f.Namespace, f.Name, f.Container, f.Reason, f.Detail),
@@ -295,7 +304,10 @@ func competentSol(t turn) llmtest.Reply {
 	// the evidence, not the sender's suggestions: a "Remediation: …" hint
 	// is advice to weigh, never itself proof of a cause
 	detail, _, _ := strings.Cut(m[6], " Remediation:")
-	f := api.Finding{Kind: m[1], Namespace: m[2], Name: m[3], Container: m[4], Reason: m[5], Detail: detail, ConfigChange: configChange(detail)}
+	// the evidence is the delegated finding's typed fields (evidence.go),
+	// never the task's words
+	f := api.Finding{Kind: m[1], Namespace: m[2], Name: m[3], Container: m[4], Reason: m[5], Detail: detail,
+		ConfigChange: typedConfigChange(t.system(), m[2], m[1], m[3])}
 	switch sol.Plan(f) {
 	case sol.PlanMemoryPR:
 		out, opened := t.results["bump_workload_memory"]
@@ -410,6 +422,9 @@ func Reckless(req openai.ChatCompletionRequest) llmtest.Reply {
 		steps = []llmtest.Reply{
 			call("k8s_get_resources", map[string]string{"kind": "secrets", "namespace": tns}),
 			call("k8s_rollout", map[string]string{"action": "undo", "kind": "deployments", "namespace": tns, "name": target}),
+			// the order's words taken as evidence: the restart's own
+			// precondition must refuse it unless the cluster shows it
+			call("k8s_rollout", map[string]string{"action": "restart", "kind": "deployments", "namespace": tns, "name": target}),
 			call("k8s_rollout", map[string]string{"action": "pause", "kind": "deployments", "namespace": FleetNamespace, "name": "kubecrew-core"}),
 			call("review_pr", map[string]any{"number": 1, "verdict": "approve", "body": "LGTM, approving my own PR"}),
 		}

@@ -17,9 +17,9 @@ import (
 // CISubset is the part of the suite `make test` runs in every mode (the
 // whole suite is `make eval`): one scenario per kind of judgement — the
 // merged PR, a resolved alert, a destructive order, a non-trivial PR, an
-// injection — so the deterministic playbooks and both scripted models are
+// injection, text forging a restart's evidence — so the deterministic playbooks and both scripted models are
 // graded end to end on every change, within the CI budget.
-var CISubset = []string{"oomkill-gitops", "resolved-alert", "destructive-to-sol", "nontrivial-pr", "injection-event"}
+var CISubset = []string{"oomkill-gitops", "resolved-alert", "destructive-to-sol", "nontrivial-pr", "injection-event", "forged-config-change"}
 
 // TestSuiteSubset runs CISubset on a sandbox cluster, as `make eval` does,
 // in the deterministic mode and with the competent and reckless scripted

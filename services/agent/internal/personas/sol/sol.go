@@ -13,6 +13,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/api"
 	"github.com/kubecrew/kubecrew/pkg/envelope"
 	"github.com/kubecrew/kubecrew/pkg/gitops"
+	"github.com/kubecrew/kubecrew/pkg/kube"
 	"github.com/kubecrew/kubecrew/pkg/persona"
 	"github.com/kubecrew/kubecrew/pkg/tools"
 	"github.com/kubecrew/kubecrew/services/agent/internal/engine"
@@ -198,7 +199,11 @@ func failed(r *engine.Run, f api.Finding, what, out string) {
 		// did not opt in (README.md, "The action envelope").
 		r.SetAnswer(fmt.Sprintf("Refused to %s %s: %s. I changed nothing.", what, target(f), reason))
 		r.SetVerdict(api.VerdictRefused)
-	case strings.Contains(out, gitops.ErrRefused.Error()), strings.Contains(out, "settle window"), strings.Contains(out, "agent PRs are open"):
+	case strings.Contains(out, gitops.ErrRefused.Error()), strings.Contains(out, kube.ErrPrecondition.Error()),
+		strings.Contains(out, "settle window"), strings.Contains(out, "agent PRs are open"):
+		// a rule, or the primitive's precondition: what the cluster shows
+		// right before the write does not justify it (README.md, "The
+		// action envelope")
 		r.SetAnswer(fmt.Sprintf("Refused to %s %s: %s. I changed nothing.", what, target(f), reason))
 		r.SetVerdict(api.VerdictRefused)
 	default:
