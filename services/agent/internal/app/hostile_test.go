@@ -63,8 +63,8 @@ func hostileAgent(t *testing.T, st string) authtest.HostileOptions {
 		// runs the due task and reads no body.
 		Protocol: map[string]string{"/invoke": "jsonrpc", "/mcp": "mcp"},
 		NoBody:   map[string]bool{"/pulse": true},
-		Secrets: secrets,
-		MaxBody: server.MaxBodyBytes,
+		Secrets:  secrets,
+		MaxBody:  server.MaxBodyBytes,
 		Stored: func() int {
 			code, b := do(t, http.MethodGet, a.url+"/runs?limit=100", "", "Authorization", "Bearer full-s3cret")
 			var runs struct {

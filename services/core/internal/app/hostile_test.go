@@ -114,4 +114,3 @@ func TestHostileCoreBodies(t *testing.T) {
 		})
 	}
 }
-
