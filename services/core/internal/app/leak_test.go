@@ -38,6 +38,7 @@ func TestPlantedCredentialsNeverLeaveTheCore(t *testing.T) {
 		"AGENT_CALL_TIMEOUT": "10s",
 		"REPORT_WEBHOOK_URL": "http://" + downHost + "/hooks/PLANTED-hookpath-1a5b6c7d8e9f",
 	}
+	laptop(env) // fail closed: AUTH_DISABLED=true, as every test core
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
