@@ -100,48 +100,54 @@ func HostileMatrix(t *testing.T, o HostileOptions) {
 	for _, r := range walk(t, o.Options) {
 		t.Run(r.method+" "+r.pattern, func(t *testing.T) {
 			for _, c := range credentials(o.Options) {
-				want := 0 // anything but 401 and 403
-				switch {
-				case o.Open[r.pattern]:
-				case c.read && writes(r.method):
-					want = http.StatusForbidden
-				case !c.pass && !c.read:
-					want = http.StatusUnauthorized
-				}
-				u := o.URL + r.path
-				if c.query != "" {
-					u += "?" + c.query
-				}
-				var body string
-				if writes(r.method) {
-					body = "{" // malformed: past the guard it is a 400, never an action
-				}
-				code, h, b := send(t, r.method, u, body, c.header, o.Protocol[r.pattern])
-				what := r.method + " " + r.path + " with " + c.name
-				refused := code == http.StatusUnauthorized || code == http.StatusForbidden
-				if (want == 0 && refused) || (want != 0 && code != want) {
-					t.Errorf("%s = %d %s; want %d (0: past the guard)", what, code, b, want)
-				}
-				kind := o.Protocol[r.pattern]
-				switch {
-				case refused: // the guard's answer is always JSON
-					kind = ""
-				case o.Pages[r.pattern]:
-					kind = "page"
-				}
-				checkAnswer(t, what, code, h, b, kind)
-				if !c.pass && !c.read {
-					for _, s := range o.Secrets {
-						if s != "" && strings.Contains(string(b), s) {
-							t.Errorf("%s leaks %q: %s", what, s, b)
-						}
-					}
-				}
-				if want != 0 && writes(r.method) && o.Handler != nil {
-					trapBody(t, o.Handler, r.method, r.path, c)
-				}
+				t.Run(c.name, func(t *testing.T) { matrixCase(t, o, r, c) })
 			}
 		})
+	}
+}
+
+// matrixCase is one route with one credential.
+func matrixCase(t *testing.T, o HostileOptions, r route, c credential) {
+	t.Helper()
+	want := 0 // anything but 401 and 403
+	switch {
+	case o.Open[r.pattern]:
+	case c.read && writes(r.method):
+		want = http.StatusForbidden
+	case !c.pass && !c.read:
+		want = http.StatusUnauthorized
+	}
+	u := o.URL + r.path
+	if c.query != "" {
+		u += "?" + c.query
+	}
+	var body string
+	if writes(r.method) {
+		body = "{" // malformed: past the guard it is a 400, never an action
+	}
+	code, h, b := send(t, r.method, u, body, c.header, o.Protocol[r.pattern])
+	what := r.method + " " + r.path + " with " + c.name
+	refused := code == http.StatusUnauthorized || code == http.StatusForbidden
+	if (want == 0 && refused) || (want != 0 && code != want) {
+		t.Errorf("%s = %d %s; want %d (0: past the guard)", what, code, b, want)
+	}
+	kind := o.Protocol[r.pattern]
+	switch {
+	case refused: // the guard's answer is always JSON
+		kind = ""
+	case o.Pages[r.pattern]:
+		kind = "page"
+	}
+	checkAnswer(t, what, code, h, b, kind)
+	if !c.pass && !c.read {
+		for _, s := range o.Secrets {
+			if s != "" && strings.Contains(string(b), s) {
+				t.Errorf("%s leaks %q: %s", what, s, b)
+			}
+		}
+	}
+	if want != 0 && writes(r.method) && o.Handler != nil {
+		trapBody(t, o.Handler, r.method, r.path, c)
 	}
 }
 
@@ -269,27 +275,33 @@ func HostileBodies(t *testing.T, o HostileOptions) {
 		}
 		t.Run(r.method+" "+r.pattern, func(t *testing.T) {
 			for _, bb := range badBodies(o.MaxBody) {
-				before := 0
-				if o.Stored != nil {
-					before = o.Stored()
-				}
-				kind := o.Protocol[r.pattern]
-				code, h, b := send(t, r.method, o.URL+r.path, bb.body, "Bearer "+o.Full, kind)
-				what := r.method + " " + r.path + " with " + bb.name + " body"
-				if (code < 400 || code >= 500) && !(kind == "jsonrpc" && code == http.StatusOK) {
-					t.Errorf("%s = %d %.300s; want a 4xx", what, code, b)
-				}
-				if kind == "jsonrpc" && code == http.StatusOK {
-					checkAnswer(t, what, http.StatusBadRequest, h, b, kind) // the error object, on 200
-				}
-				checkAnswer(t, what, code, h, b, kind)
-				if o.Stored != nil {
-					if after := o.Stored(); after != before {
-						t.Errorf("%s stored something: %d → %d", what, before, after)
-					}
-				}
+				t.Run(bb.name, func(t *testing.T) { bodyCase(t, o, r, bb.name, bb.body) })
 			}
 		})
+	}
+}
+
+// bodyCase is one write route with one bad body.
+func bodyCase(t *testing.T, o HostileOptions, r route, name, body string) {
+	t.Helper()
+	before := 0
+	if o.Stored != nil {
+		before = o.Stored()
+	}
+	kind := o.Protocol[r.pattern]
+	code, h, b := send(t, r.method, o.URL+r.path, body, "Bearer "+o.Full, kind)
+	what := r.method + " " + r.path + " with " + name + " body"
+	if (code < 400 || code >= 500) && !(kind == "jsonrpc" && code == http.StatusOK) {
+		t.Errorf("%s = %d %.300s; want a 4xx", what, code, b)
+	}
+	if kind == "jsonrpc" && code == http.StatusOK {
+		checkAnswer(t, what, http.StatusBadRequest, h, b, kind) // the error object, on 200
+	}
+	checkAnswer(t, what, code, h, b, kind)
+	if o.Stored != nil {
+		if after := o.Stored(); after != before {
+			t.Errorf("%s stored something: %d → %d", what, before, after)
+		}
 	}
 }
 
