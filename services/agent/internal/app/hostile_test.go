@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"testing"
 
@@ -46,6 +47,11 @@ func hostileAgent(t *testing.T, st string) authtest.HostileOptions {
 	switch st {
 	case "postgres":
 		env["DATABASE_URL"] = pgtest.Schema(t, "hostile")
+		u, err := url.Parse(env["DATABASE_URL"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, u.Host, u.Query().Get("search_path"))
 	case "store down":
 		dsn, addr := refusingPostgres(t)
 		env["DATABASE_URL"] = dsn

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -42,8 +43,15 @@ func refusingPostgres(t *testing.T) (dsn, addr string) {
 // that is down (the fall-open store, as main wires it).
 func hostileStores(t *testing.T) map[string]func(t *testing.T) (store.CoreStore, []string) {
 	return map[string]func(t *testing.T) (store.CoreStore, []string){
-		"memory":   func(*testing.T) (store.CoreStore, []string) { return store.NewMemory(time.Now), nil },
-		"postgres": func(t *testing.T) (store.CoreStore, []string) { return openPG(t, pgSchema(t)), nil },
+		"memory": func(*testing.T) (store.CoreStore, []string) { return store.NewMemory(time.Now), nil },
+		"postgres": func(t *testing.T) (store.CoreStore, []string) {
+			dsn := pgSchema(t)
+			u, err := url.Parse(dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return openPG(t, dsn), []string{u.Host, u.Query().Get("search_path")}
+		},
 		"store down": func(t *testing.T) (store.CoreStore, []string) {
 			dsn, addr := refusingPostgres(t)
 			sw, err := store.Open(context.Background(), dsn, zap.NewNop(), store.WithConnectTimeout(time.Second),
