@@ -2,6 +2,7 @@ package authtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -38,6 +39,10 @@ type HostileOptions struct {
 	// MaxBody is the largest body the service takes; the "huge" bad body
 	// is one byte over it.
 	MaxBody int
+	// Texts are write routes' bodies of the right shape, a %s where a
+	// hostile text goes (inside a JSON string): the route answers it with
+	// a 2xx or a 4xx JSON error, never a 5xx, and the store still lists.
+	Texts map[string]string
 	// Stored counts what the service keeps (runs, decisions); a bad body
 	// must not change it.
 	Stored func() int
@@ -277,6 +282,11 @@ func HostileBodies(t *testing.T, o HostileOptions) {
 			for _, bb := range badBodies(o.MaxBody) {
 				t.Run(bb.name, func(t *testing.T) { bodyCase(t, o, r, bb.name, bb.body) })
 			}
+			if tmpl, ok := o.Texts[r.pattern]; ok {
+				for _, tx := range hostileTexts {
+					t.Run("text: "+tx.name, func(t *testing.T) { textCase(t, o, r, tx.name, fmt.Sprintf(tmpl, tx.text)) })
+				}
+			}
 		})
 	}
 }
@@ -302,6 +312,34 @@ func bodyCase(t *testing.T, o HostileOptions, r route, name, body string) {
 		if after := o.Stored(); after != before {
 			t.Errorf("%s stored something: %d → %d", what, before, after)
 		}
+	}
+}
+
+// hostileTexts go inside a JSON string of a well-formed body.
+var hostileTexts = []struct{ name, text string }{
+	{"escaped NUL", `a\u0000b`},
+	{"raw invalid UTF-8", "a\xff\xfeb"},
+	{"lone surrogate", `a\ud800b`},
+	{"right-to-left override", `a\u202eb`},
+	{"markup", `<script>alert(1)</script>`},
+	{"SQL", `'; DROP TABLE runs; --`},
+}
+
+// textCase sends a well-formed body carrying a hostile text: a 2xx or a
+// 4xx JSON error, never a 5xx, and Stored still reads the store.
+func textCase(t *testing.T, o HostileOptions, r route, name, body string) {
+	t.Helper()
+	code, h, b := send(t, r.method, o.URL+r.path, body, "Bearer "+o.Full, o.Protocol[r.pattern])
+	what := r.method + " " + r.path + " with " + name
+	if code >= 300 && code < 400 {
+		t.Errorf("%s = %d", what, code)
+	}
+	checkAnswer(t, what, code, h, b, o.Protocol[r.pattern])
+	if code >= 500 {
+		t.Errorf("%s = %d %.300s", what, code, b)
+	}
+	if o.Stored != nil {
+		o.Stored()
 	}
 }
 

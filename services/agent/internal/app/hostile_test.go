@@ -69,6 +69,7 @@ func hostileAgent(t *testing.T, st string) authtest.HostileOptions {
 		// runs the due task and reads no body.
 		Protocol: map[string]string{"/invoke": "jsonrpc", "/mcp": "mcp"},
 		NoBody:   map[string]bool{"/pulse": true},
+		Texts:    map[string]string{"/run": `{"task":"%s"}`},
 		Secrets:  secrets,
 		MaxBody:  server.MaxBodyBytes,
 		Stored: func() int {

@@ -84,6 +84,11 @@ func hostileCore(t *testing.T, st store.CoreStore, secrets []string) (*testCore,
 			"/agents": true, "/agents/{slug}": true, "/login": true, "/static/*": true},
 		Secrets: append(secrets, "full-s3cret", "read-s3cret"),
 		NoBody:  map[string]bool{"/login": true},
+		Texts: map[string]string{
+			"/api/v1/agents/{slug}/run": `{"task":"%s"}`,
+			"/api/v1/alerts": `{"version":"4","status":"firing","receiver":"core","groupKey":"g","alerts":[{"status":"firing",` +
+				`"fingerprint":"hostile","labels":{"alertname":"%s","namespace":"hostile"},"startsAt":"2026-11-30T11:00:00Z"}]}`,
+		},
 		MaxBody: 1 << 20,
 		Stored: func() int {
 			ds, _, err := st.ListDecisions(context.Background(), store.Page{Limit: 1000})
