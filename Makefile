@@ -9,7 +9,7 @@ MODULES := pkg agents services/agent services/core
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/kubecrew/kubecrew/pkg/buildinfo.Version=$(VERSION)
 
-.PHONY: help build image test run e2e eval lint bench fuzz checkdeps vet fmt staticcheck sizes clean
+.PHONY: help build image test hostile run e2e eval lint bench fuzz checkdeps vet fmt staticcheck sizes clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ eval: build ## the scenario eval suite on the sandbox cluster (EVAL_ARGS="-filte
 
 test: ## the whole suite: unit, Postgres, kube-apiserver, Alertmanager tiers (installs what it needs)
 	hack/test.sh
+
+hostile: ## the hostile pass: every route × credential, bad bodies, slow clients, planted credentials, an outage, on memory and Postgres; prints a tally (HOSTILE_ROUNDS=5)
+	hack/hostile.sh
 
 run: build ## sandbox cluster + the whole fleet + one OOMKill incident to a merged PR; stays up until Ctrl-C (CORE_PORT=8080 AGENT_PORT=8001, 0 = any free)
 	hack/run.sh $(if $(CORE_PORT),-core-port=$(CORE_PORT)) $(if $(AGENT_PORT),-agent-port=$(AGENT_PORT)) $(RUN_ARGS)

@@ -23,9 +23,8 @@ func startTimed(t *testing.T, to kapi.Timeouts) (*app.App, string) {
 	t.Helper()
 	ag := agenttest.New(t, "platform-sre")
 	env := map[string]string{"AGENT_PEERS": "platform-sre=" + ag.URL(), "PEER_URL_TEMPLATE": "http://127.0.0.1:1/{slug}",
-		"AGENT_CALL_TIMEOUT": "10s", "LISTEN_ADDR": "127.0.0.1:0",
-		"AUTH_DISABLED": "true"} // the body is read only after auth: without it a dribbled body is never read
-
+		"AGENT_CALL_TIMEOUT": "10s", "LISTEN_ADDR": "127.0.0.1:0"}
+	laptop(env) // fail closed: AUTH_DISABLED=true, as every test core
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
