@@ -392,7 +392,7 @@ func checkOverlay(r *Render, want Expectations, p *problems) {
 		script := ""
 		for _, c := range ctr {
 			script += strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
-			checkSecretEnv(cj.Ref(), c, "AUTH_TOKEN", SecretName, want.Secrets, false, p)
+			checkSecretEnv(cj.Ref(), c, "AUTH_TOKEN", SecretName, want.Secrets, true, p) // the agents require it (fail closed)
 		}
 		if !strings.Contains(script, "agent-platform-sre") || !strings.Contains(script, "/pulse") || !strings.Contains(script, "POST") {
 			p.addf("%s: does not POST /pulse on agent-platform-sre", cj.Ref())
