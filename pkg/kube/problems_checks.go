@@ -42,16 +42,12 @@ func (a *analysis) selected(svc *corev1.Service) *svcPods {
 }
 
 // templateOwners are the listed workloads of ns whose pod template a
-// selector matches, with their desired replicas.
-func (a *analysis) templateOwners(ns string, selector map[string]string) map[owner]int32 {
-	sel := labels.SelectorFromSet(selector)
+// selector matches, with their desired replicas (indexWorkloads keeps them
+// per Service with a selector, until a live pod is selected).
+func (a *analysis) templateOwners(sp *svcPods) map[owner]int32 {
 	out := map[owner]int32{}
-	for _, ws := range [][]workload{a.s.deps, a.s.sts, a.s.dss} {
-		for _, w := range ws {
-			if w.ns == ns && sel.Matches(labels.Set(w.tmpl)) {
-				out[owner{w.kind, w.name}] = w.desired
-			}
-		}
+	for _, t := range sp.tmpl {
+		out[t.o] = t.desired
 	}
 	return out
 }
@@ -123,7 +119,7 @@ func (a *analysis) checkServices() {
 				fmt.Sprintf("selector %s matches %d pod(s), none ready: the Service has no endpoint", labels.SelectorFromSet(svc.Spec.Selector), sp.n), "", 0)
 			continue
 		}
-		tmpl := a.templateOwners(svc.Namespace, svc.Spec.Selector)
+		tmpl := a.templateOwners(sp)
 		scaledToZero := false
 		var owners []owner
 		for o, desired := range tmpl {

@@ -60,7 +60,7 @@ const pageSize = 500
 type workload struct {
 	ns, kind, name        string
 	fleet, paused         bool
-	tmpl                  map[string]string // pod template labels (Service selectors)
+	tmpl                  map[string]string // pod template labels (Service selectors), until indexWorkloads
 	desired, ready, avail int32
 	conds                 []appsv1.DeploymentCondition
 }
@@ -70,7 +70,7 @@ type workload struct {
 // kept (sweep.go folds them into the analysis page by page). errs holds
 // each list that failed.
 type snapshot struct {
-	deps, sts, dss []workload
+	deps, sts, dss []workload       // after indexWorkloads: only those short of replicas
 	rsOwner        map[uint64]owner // keyHash(ns, ReplicaSet, name) -> its controller
 	jobs           []batchv1.Job
 	cronJobs       [][2]string // namespace, name

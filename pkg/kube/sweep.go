@@ -58,6 +58,15 @@ type svcPods struct {
 	n      int
 	ready  bool
 	owners map[owner]bool // of the selected pods, while none is ready
+	// tmpl: the listed workloads whose pod template the selector matches,
+	// kept while no live pod is selected (only then are they read).
+	tmpl []tmplOwner
+}
+
+// tmplOwner is a workload a Service's selector matches by its template.
+type tmplOwner struct {
+	o       owner
+	desired int32
 }
 
 // sweep runs the three phases of one sweep into a (its snapshot a.s).
@@ -124,6 +133,7 @@ func (a *analysis) pod(p *corev1.Pod) {
 			continue
 		}
 		sp.n++
+		sp.tmpl = nil
 		switch {
 		case ready:
 			sp.ready, sp.owners = true, nil
