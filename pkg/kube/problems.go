@@ -435,16 +435,16 @@ func (a *analysis) indexWorkloads() {
 	}
 	for i := range a.s.services {
 		svc := &a.s.services[i]
-		a.listedAt.add(svc.Namespace, "Service", svc.Name)
-		if len(svc.Spec.Selector) > 0 {
-			sp := &svcPods{sel: labels.SelectorFromSet(svc.Spec.Selector), owners: map[owner]bool{}}
-			for _, w := range byNS[svc.Namespace] {
+		a.listedAt.add(svc.ns, "Service", svc.name)
+		if len(svc.sel) > 0 {
+			sp := &svcPods{sel: labels.SelectorFromSet(svc.sel), owners: map[owner]bool{}}
+			for _, w := range byNS[svc.ns] {
 				if sp.sel.Matches(labels.Set(w.tmpl)) {
 					sp.tmpl = append(sp.tmpl, tmplOwner{owner{w.kind, w.name}, w.desired})
 				}
 			}
-			a.svcPods[svc.Namespace+"/"+svc.Name] = sp
-			a.svcByNS[svc.Namespace] = append(a.svcByNS[svc.Namespace], sp)
+			a.svcPods[svc.ns+"/"+svc.name] = sp
+			a.svcByNS[svc.ns] = append(a.svcByNS[svc.ns], sp)
 		}
 	}
 	for i := range a.s.pvcs {

@@ -65,6 +65,21 @@ type workload struct {
 	conds                 []appsv1.DeploymentCondition
 }
 
+// service is what the checks read of a Service: its selector (endpoints
+// judged from pods), whether it is ExternalName, and its ports (Ingress
+// backends).
+type service struct {
+	ns, name string
+	sel      map[string]string
+	external bool
+	ports    []svcPort
+}
+
+type svcPort struct {
+	name string
+	port int32
+}
+
 // snapshot is what the first phase of a sweep keeps of the small lists,
 // each item reduced as its page arrives; pods and Warning events are never
 // kept (sweep.go folds them into the analysis page by page). errs holds
@@ -75,7 +90,7 @@ type snapshot struct {
 	jobs           []batchv1.Job
 	cronJobs       [][2]string // namespace, name
 	nodes          []corev1.Node
-	services       []corev1.Service
+	services       []service
 	pvcs           []corev1.PersistentVolumeClaim
 	classes        []storagev1.StorageClass
 	ings           []networkingv1.Ingress

@@ -223,8 +223,12 @@ func (c *Client) smallListers(s *snapshot, ns string) map[string]lister {
 			func(l *corev1.ServiceList) []corev1.Service { return l.Items }, func(l *corev1.ServiceList) metav1.ListMeta { return l.ListMeta },
 			func(page []corev1.Service) {
 				for _, v := range page {
-					s.services = append(s.services, corev1.Service{ObjectMeta: objMeta(v.ObjectMeta),
-						Spec: corev1.ServiceSpec{Selector: v.Spec.Selector, Type: v.Spec.Type, Ports: v.Spec.Ports}})
+					ports := make([]svcPort, len(v.Spec.Ports))
+					for i, p := range v.Spec.Ports {
+						ports[i] = svcPort{p.Name, p.Port}
+					}
+					s.services = append(s.services, service{ns: v.Namespace, name: v.Name, sel: v.Spec.Selector,
+						external: v.Spec.Type == corev1.ServiceTypeExternalName, ports: ports})
 				}
 			}),
 		listPVCs: listEach(none, core.PersistentVolumeClaims(ns).List,
