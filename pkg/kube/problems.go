@@ -405,8 +405,11 @@ func (a *analysis) checkRest() {
 
 // indexWorkloads indexes what the first phase listed, before the pods.
 func (a *analysis) indexWorkloads() {
+	byNS := map[string][]*workload{} // for the Services' selectors, below
 	for _, ws := range [][]workload{a.s.deps, a.s.sts, a.s.dss} {
-		for _, w := range ws {
+		for i := range ws {
+			w := &ws[i]
+			byNS[w.ns] = append(byNS[w.ns], w)
 			k := wkey(w.ns, w.kind, w.name)
 			a.exists[hashKey(k)] = true
 			a.avail[hashKey(k)] = [2]int32{w.avail, w.desired}
@@ -432,11 +435,16 @@ func (a *analysis) indexWorkloads() {
 	}
 	for i := range a.s.services {
 		svc := &a.s.services[i]
-		a.listedAt.add(svc.Namespace, "Service", svc.Name)
-		if len(svc.Spec.Selector) > 0 {
-			sp := &svcPods{sel: labels.SelectorFromSet(svc.Spec.Selector), owners: map[owner]bool{}}
-			a.svcPods[svc.Namespace+"/"+svc.Name] = sp
-			a.svcByNS[svc.Namespace] = append(a.svcByNS[svc.Namespace], sp)
+		a.listedAt.add(svc.ns, "Service", svc.name)
+		if len(svc.sel) > 0 {
+			sp := &svcPods{sel: labels.SelectorFromSet(svc.sel), owners: map[owner]bool{}}
+			for _, w := range byNS[svc.ns] {
+				if sp.sel.Matches(labels.Set(w.tmpl)) {
+					sp.tmpl = append(sp.tmpl, tmplOwner{owner{w.kind, w.name}, w.desired})
+				}
+			}
+			a.svcPods[svc.ns+"/"+svc.name] = sp
+			a.svcByNS[svc.ns] = append(a.svcByNS[svc.ns], sp)
 		}
 	}
 	for i := range a.s.pvcs {
@@ -452,6 +460,22 @@ func (a *analysis) indexWorkloads() {
 	for i := range a.s.ings {
 		a.listedAt.add(a.s.ings[i].Namespace, "Ingress", a.s.ings[i].Name)
 	}
+	a.s.deps, a.s.sts, a.s.dss = short(a.s.deps), short(a.s.sts), short(a.s.dss)
+}
+
+// short keeps, of the listed workloads indexed above, only those
+// checkWorkloads may report (short of replicas, not paused), without
+// their templates: what a sweep keeps of its healthy workloads is their
+// hashed index entries, not their names and labels.
+func short(ws []workload) []workload {
+	var out []workload
+	for _, w := range ws {
+		if !w.paused && w.desired != 0 && w.avail < w.desired {
+			w.tmpl = nil
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // topOwner follows pod -> ReplicaSet -> Deployment and pod -> Job ->

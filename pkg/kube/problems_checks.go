@@ -34,24 +34,20 @@ func live(p *corev1.Pod) bool {
 
 // selected is what the live pods a Service with a selector selects add
 // up to (sweep.go folds the pods in as they are listed).
-func (a *analysis) selected(svc *corev1.Service) *svcPods {
-	if sp := a.svcPods[svc.Namespace+"/"+svc.Name]; sp != nil {
+func (a *analysis) selected(svc *service) *svcPods {
+	if sp := a.svcPods[svc.ns+"/"+svc.name]; sp != nil {
 		return sp
 	}
 	return &svcPods{}
 }
 
 // templateOwners are the listed workloads of ns whose pod template a
-// selector matches, with their desired replicas.
-func (a *analysis) templateOwners(ns string, selector map[string]string) map[owner]int32 {
-	sel := labels.SelectorFromSet(selector)
+// selector matches, with their desired replicas (indexWorkloads keeps them
+// per Service with a selector, until a live pod is selected).
+func (a *analysis) templateOwners(sp *svcPods) map[owner]int32 {
 	out := map[owner]int32{}
-	for _, ws := range [][]workload{a.s.deps, a.s.sts, a.s.dss} {
-		for _, w := range ws {
-			if w.ns == ns && sel.Matches(labels.Set(w.tmpl)) {
-				out[owner{w.kind, w.name}] = w.desired
-			}
-		}
+	for _, t := range sp.tmpl {
+		out[t.o] = t.desired
 	}
 	return out
 }
@@ -107,7 +103,7 @@ func (a *analysis) checkServices() {
 	}
 	for i := range a.s.services {
 		svc := &a.s.services[i]
-		if len(svc.Spec.Selector) == 0 || svc.Spec.Type == corev1.ServiceTypeExternalName {
+		if len(svc.sel) == 0 || svc.external {
 			continue
 		}
 		sp := a.selected(svc)
@@ -116,14 +112,14 @@ func (a *analysis) checkServices() {
 		}
 		if sp.n > 0 {
 			owners := sortedOwners(sp.owners)
-			if a.attachService(svc.Namespace, owners, svc.Name) {
+			if a.attachService(svc.ns, owners, svc.name) {
 				continue
 			}
-			a.add(CheckServices, api.SeverityHigh, svc.Namespace, owner{"Service", svc.Name}, ReasonServiceNoReadyPods, "",
-				fmt.Sprintf("selector %s matches %d pod(s), none ready: the Service has no endpoint", labels.SelectorFromSet(svc.Spec.Selector), sp.n), "", 0)
+			a.add(CheckServices, api.SeverityHigh, svc.ns, owner{"Service", svc.name}, ReasonServiceNoReadyPods, "",
+				fmt.Sprintf("selector %s matches %d pod(s), none ready: the Service has no endpoint", labels.SelectorFromSet(svc.sel), sp.n), "", 0)
 			continue
 		}
-		tmpl := a.templateOwners(svc.Namespace, svc.Spec.Selector)
+		tmpl := a.templateOwners(sp)
 		scaledToZero := false
 		var owners []owner
 		for o, desired := range tmpl {
@@ -134,16 +130,16 @@ func (a *analysis) checkServices() {
 			}
 		}
 		sort.Slice(owners, func(i, j int) bool { return owners[i].kind+owners[i].name < owners[j].kind+owners[j].name })
-		if scaledToZero || a.attachService(svc.Namespace, owners, svc.Name) {
+		if scaledToZero || a.attachService(svc.ns, owners, svc.name) {
 			continue
 		}
-		detail := fmt.Sprintf("selector %s matches no pod and no workload template", labels.SelectorFromSet(svc.Spec.Selector))
+		detail := fmt.Sprintf("selector %s matches no pod and no workload template", labels.SelectorFromSet(svc.sel))
 		base := api.SeverityMedium
 		if len(owners) > 0 {
-			detail = fmt.Sprintf("selector %s matches no pod; %s %s has none running", labels.SelectorFromSet(svc.Spec.Selector), owners[0].kind, owners[0].name)
+			detail = fmt.Sprintf("selector %s matches no pod; %s %s has none running", labels.SelectorFromSet(svc.sel), owners[0].kind, owners[0].name)
 			base = api.SeverityHigh
 		}
-		a.add(CheckServices, base, svc.Namespace, owner{"Service", svc.Name}, ReasonServiceNoPods, "", detail, "", 0)
+		a.add(CheckServices, base, svc.ns, owner{"Service", svc.name}, ReasonServiceNoPods, "", detail, "", 0)
 	}
 }
 
@@ -207,10 +203,10 @@ func (a *analysis) checkPVCs() {
 }
 
 // serviceIndex maps ns/name to the listed Services.
-func (a *analysis) serviceIndex() map[string]*corev1.Service {
-	svcs := make(map[string]*corev1.Service, len(a.s.services))
+func (a *analysis) serviceIndex() map[string]*service {
+	svcs := make(map[string]*service, len(a.s.services))
 	for i := range a.s.services {
-		svcs[a.s.services[i].Namespace+"/"+a.s.services[i].Name] = &a.s.services[i]
+		svcs[a.s.services[i].ns+"/"+a.s.services[i].name] = &a.s.services[i]
 	}
 	return svcs
 }
@@ -244,8 +240,8 @@ func (a *analysis) checkIngresses() {
 				bad = append(bad, fmt.Sprintf("%s → service %s does not exist", where, b.Service.Name))
 				return
 			}
-			for _, p := range svc.Spec.Ports {
-				if (b.Service.Port.Name != "" && p.Name == b.Service.Port.Name) || (b.Service.Port.Name == "" && p.Port == b.Service.Port.Number) {
+			for _, p := range svc.ports {
+				if (b.Service.Port.Name != "" && p.name == b.Service.Port.Name) || (b.Service.Port.Name == "" && p.port == b.Service.Port.Number) {
 					return
 				}
 			}
@@ -288,7 +284,7 @@ func (a *analysis) checkWebhooks() {
 		switch {
 		case svc == nil:
 			why = "does not exist"
-		case len(svc.Spec.Selector) == 0:
+		case len(svc.sel) == 0:
 			return // endpoints managed by hand: not judged from pods
 		default:
 			if sp := a.selected(svc); sp.ready {

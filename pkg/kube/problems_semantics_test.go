@@ -267,6 +267,13 @@ var semCases = []semCase{
 		h.o.Services = append(h.o.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "external", Namespace: h.ns},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.net"}})
 	}, []string{"Deployment/api CreateContainerConfigError critical", "Service/orders ServiceSelectsNoPods medium"}},
+	{"Services: one whose Deployment says it is available but runs no pod, one with a ready pod", func(h *hand) {
+		h.deploy("web", 2, 2) // healthy by its status: the sweep keeps no more of it than its index entries
+		h.service("web", map[string]string{"app": "web"})
+		h.deploy("shop", 1, 1)
+		h.pod("shop-rs-1", "shop", "ReplicaSet", "shop-rs", ready)
+		h.service("shop", map[string]string{"app": "shop"})
+	}, []string{"Service/web ServiceSelectsNoPods high"}},
 	{"claims: Lost, Pending for a pod, and WaitForFirstConsumer unused", func(h *hand) {
 		wait := storagev1.VolumeBindingWaitForFirstConsumer
 		h.o.StorageClasses = append(h.o.StorageClasses, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "topo" + h.sfx}, Provisioner: "ebs.csi.aws.com", VolumeBindingMode: &wait})

@@ -60,9 +60,24 @@ const pageSize = 500
 type workload struct {
 	ns, kind, name        string
 	fleet, paused         bool
-	tmpl                  map[string]string // pod template labels (Service selectors)
+	tmpl                  map[string]string // pod template labels (Service selectors), until indexWorkloads
 	desired, ready, avail int32
 	conds                 []appsv1.DeploymentCondition
+}
+
+// service is what the checks read of a Service: its selector (endpoints
+// judged from pods), whether it is ExternalName, and its ports (Ingress
+// backends).
+type service struct {
+	ns, name string
+	sel      map[string]string
+	external bool
+	ports    []svcPort
+}
+
+type svcPort struct {
+	name string
+	port int32
 }
 
 // snapshot is what the first phase of a sweep keeps of the small lists,
@@ -70,12 +85,12 @@ type workload struct {
 // kept (sweep.go folds them into the analysis page by page). errs holds
 // each list that failed.
 type snapshot struct {
-	deps, sts, dss []workload
+	deps, sts, dss []workload       // after indexWorkloads: only those short of replicas
 	rsOwner        map[uint64]owner // keyHash(ns, ReplicaSet, name) -> its controller
 	jobs           []batchv1.Job
 	cronJobs       [][2]string // namespace, name
 	nodes          []corev1.Node
-	services       []corev1.Service
+	services       []service
 	pvcs           []corev1.PersistentVolumeClaim
 	classes        []storagev1.StorageClass
 	ings           []networkingv1.Ingress

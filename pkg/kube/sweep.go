@@ -58,6 +58,15 @@ type svcPods struct {
 	n      int
 	ready  bool
 	owners map[owner]bool // of the selected pods, while none is ready
+	// tmpl: the listed workloads whose pod template the selector matches,
+	// kept while no live pod is selected (only then are they read).
+	tmpl []tmplOwner
+}
+
+// tmplOwner is a workload a Service's selector matches by its template.
+type tmplOwner struct {
+	o       owner
+	desired int32
 }
 
 // sweep runs the three phases of one sweep into a (its snapshot a.s).
@@ -124,6 +133,7 @@ func (a *analysis) pod(p *corev1.Pod) {
 			continue
 		}
 		sp.n++
+		sp.tmpl = nil
 		switch {
 		case ready:
 			sp.ready, sp.owners = true, nil
@@ -213,8 +223,12 @@ func (c *Client) smallListers(s *snapshot, ns string) map[string]lister {
 			func(l *corev1.ServiceList) []corev1.Service { return l.Items }, func(l *corev1.ServiceList) metav1.ListMeta { return l.ListMeta },
 			func(page []corev1.Service) {
 				for _, v := range page {
-					s.services = append(s.services, corev1.Service{ObjectMeta: objMeta(v.ObjectMeta),
-						Spec: corev1.ServiceSpec{Selector: v.Spec.Selector, Type: v.Spec.Type, Ports: v.Spec.Ports}})
+					ports := make([]svcPort, len(v.Spec.Ports))
+					for i, p := range v.Spec.Ports {
+						ports[i] = svcPort{p.Name, p.Port}
+					}
+					s.services = append(s.services, service{ns: v.Namespace, name: v.Name, sel: v.Spec.Selector,
+						external: v.Spec.Type == corev1.ServiceTypeExternalName, ports: ports})
 				}
 			}),
 		listPVCs: listEach(none, core.PersistentVolumeClaims(ns).List,
