@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,29 +12,6 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 	"github.com/kubecrew/kubecrew/services/agent/internal/server"
 )
-
-// refusingPostgres is a DATABASE_URL whose server accepts a connection and
-// closes it at once (a listener of the test, so no port is guessed): a
-// store that is down. The URL carries a planted password.
-func refusingPostgres(t *testing.T) (dsn, addr string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	addr = ln.Addr().String()
-	return "postgres://kubecrew:Pl4ntedDbPass@" + addr + "/test?sslmode=disable", addr
-}
 
 // hostileAgent starts an agent for the hostile pass on store ("memory",
 // "postgres" or "store down": DATABASE_URL at a server that hangs up).
@@ -53,7 +29,7 @@ func hostileAgent(t *testing.T, st string) authtest.HostileOptions {
 		}
 		secrets = append(secrets, u.Host, u.Query().Get("search_path"))
 	case "store down":
-		dsn, addr := refusingPostgres(t)
+		dsn, addr := pgtest.Refusing(t)
 		env["DATABASE_URL"] = dsn
 		secrets = append(secrets, "Pl4ntedDbPass", addr)
 	}

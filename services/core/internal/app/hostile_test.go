@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"net"
 	"net/url"
 	"strconv"
 	"testing"
@@ -13,30 +12,8 @@ import (
 
 	"github.com/kubecrew/kubecrew/pkg/httpauth/authtest"
 	"github.com/kubecrew/kubecrew/pkg/store"
+	"github.com/kubecrew/kubecrew/pkg/store/pgtest"
 )
-
-// refusingPostgres is a DATABASE_URL whose server accepts a connection and
-// closes it at once (a listener of the test, so no port is guessed): a
-// store that is down. The URL carries a planted password.
-func refusingPostgres(t *testing.T) (dsn, addr string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	addr = ln.Addr().String()
-	return "postgres://kubecrew:Pl4ntedDbPass@" + addr + "/test?sslmode=disable", addr
-}
 
 // hostileStores are the stores the core's hostile pass runs on: memory,
 // Postgres (skipped without one, or failed when CI=true), and a Postgres
@@ -53,7 +30,7 @@ func hostileStores(t *testing.T) map[string]func(t *testing.T) (store.CoreStore,
 			return openPG(t, dsn), []string{u.Host, u.Query().Get("search_path")}
 		},
 		"store down": func(t *testing.T) (store.CoreStore, []string) {
-			dsn, addr := refusingPostgres(t)
+			dsn, addr := pgtest.Refusing(t)
 			sw, err := store.Open(context.Background(), dsn, zap.NewNop(), store.WithConnectTimeout(time.Second),
 				store.WithOpTimeout(time.Second), store.WithRetryInterval(time.Hour))
 			if err != nil {
