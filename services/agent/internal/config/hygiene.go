@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/settings"
 )
 
@@ -81,17 +82,11 @@ const AuthDisabledWarning = "AUTH_DISABLED=true: authentication is off, every ro
 // auth closes the door by default (README.md, "Authentication"): no
 // AUTH_TOKEN is a start-up error unless AUTH_DISABLED=true says so.
 func (c *Config) auth() error {
-	switch {
-	case c.AuthDisabled && (c.AuthToken != "" || c.AuthReadToken != ""):
-		return c.fail("AUTH_DISABLED", "is true but AUTH_TOKEN or AUTH_READ_TOKEN is set too: unset AUTH_DISABLED to require the tokens, or unset the tokens")
-	case c.AuthDisabled:
+	if setting, problem := httpauth.RequireToken(c.AuthToken, c.AuthReadToken, c.AuthDisabled); setting != "" {
+		return c.fail(setting, problem)
+	}
+	if c.AuthDisabled {
 		c.Warnings = append(c.Warnings, AuthDisabledWarning)
-	case c.AuthToken == "" && c.AuthReadToken != "":
-		return c.fail("AUTH_READ_TOKEN", "is set without AUTH_TOKEN: a read-only token needs the write token beside it (set AUTH_TOKEN), "+
-			"or set AUTH_DISABLED=true to run without authentication")
-	case c.AuthToken == "":
-		return c.fail("AUTH_TOKEN", "is not set: every route would be open to anyone who reaches the port; set AUTH_TOKEN to a long random string "+
-			"(e.g. openssl rand -hex 32), or AUTH_DISABLED=true on a laptop")
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/kubecrew/kubecrew/pkg/api"
+	"github.com/kubecrew/kubecrew/pkg/httpauth"
 	"github.com/kubecrew/kubecrew/pkg/pager"
 	"github.com/kubecrew/kubecrew/pkg/readiness"
 	"github.com/kubecrew/kubecrew/pkg/settings"
@@ -227,17 +228,11 @@ func (c *Config) auth(disabled string) error {
 			return fmt.Errorf("AUTH_DISABLED: %q is not true or false", v)
 		}
 	}
-	switch {
-	case c.AuthDisabled && (c.AuthToken != "" || c.AuthReadToken != ""):
-		return errors.New("AUTH_DISABLED is true but AUTH_TOKEN or AUTH_READ_TOKEN is set too: unset AUTH_DISABLED to require the tokens, or unset the tokens")
-	case c.AuthDisabled:
+	if setting, problem := httpauth.RequireToken(c.AuthToken, c.AuthReadToken, c.AuthDisabled); setting != "" {
+		return errors.New(setting + " " + problem)
+	}
+	if c.AuthDisabled {
 		c.Warnings = append(c.Warnings, AuthDisabledWarning)
-	case c.AuthToken == "" && c.AuthReadToken != "":
-		return errors.New("AUTH_READ_TOKEN is set without AUTH_TOKEN: a read-only token needs the write token beside it (set AUTH_TOKEN), " +
-			"or set AUTH_DISABLED=true to run without authentication")
-	case c.AuthToken == "":
-		return errors.New("AUTH_TOKEN is not set: every route would be open to anyone who reaches the port; set AUTH_TOKEN to a long random string " +
-			"(e.g. openssl rand -hex 32), or AUTH_DISABLED=true on a laptop")
 	}
 	return nil
 }
