@@ -32,16 +32,7 @@ func onlyFixtures(o *kubetest.Objects, names ...string) {
 		}
 		return false
 	}
-	o.Deployments = filter(o.Deployments, keep)
-	o.ReplicaSets = filter(o.ReplicaSets, keep)
-	o.Pods = filter(o.Pods, keep)
-	evs := o.Events[:0]
-	for _, ev := range o.Events {
-		if keep(ev.InvolvedObject.Name) {
-			evs = append(evs, ev)
-		}
-	}
-	o.Events = evs
+	keepObjects(o, keep)
 }
 
 // forgedNamespace loads the fixtures' crash loop (a code bug: nothing

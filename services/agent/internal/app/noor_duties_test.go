@@ -52,6 +52,12 @@ func notRemediable(o *kubetest.Objects) {
 		}
 		return true
 	}
+	keepObjects(o, keep)
+}
+
+// keepObjects keeps the fixtures' Deployments, ReplicaSets, pods and
+// events whose (involved object's) name keep accepts.
+func keepObjects(o *kubetest.Objects, keep func(name string) bool) {
 	o.Deployments = filter(o.Deployments, keep)
 	o.ReplicaSets = filter(o.ReplicaSets, keep)
 	o.Pods = filter(o.Pods, keep)
