@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 run() { echo "== $1 ($2)"; (cd "$1" && go test -run '^$' -bench "$2" -benchtime "${3:-10x}" -count 1 ./... 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' ) }
 
-# The core beside Alertmanager (README, "Benchmark: the core beside
+# The core beside Alertmanager (docs/MANUAL.md, "Benchmark: the core beside
 # Alertmanager"): one load generator against Alertmanager and the core on
 # memory and on Postgres, interleaved, at 1 and 10 alerts per POST.
 # `hack/bench.sh side-by-side` runs only this; LOADGEN_ARGS adds flags

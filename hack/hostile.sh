@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hostile pass (README.md, "Hostile pass"): every route of the core and
+# The hostile pass (docs/MANUAL.md, "Hostile pass"): every route of the core and
 # the agent × credential variants, bad bodies, slow clients, planted
 # credentials, a storm over 1 MiB and a Postgres outage, on the memory
 # store and on Postgres. `make test` runs the same tests once; this runs

@@ -241,7 +241,7 @@ func checkRBAC(r *Render, p *problems) {
 }
 
 // restartRule reports whether rule is one of the rollout restart's two
-// writes (README.md, "Restarts that stick"): patch on apps/deployments (the
+// writes (docs/MANUAL.md, "Restarts that stick"): patch on apps/deployments (the
 // restartedAt annotation), or create on pods/eviction (evicting a GitOps-
 // applied workload's pods one at a time) — each alone in its rule.
 func restartRule(rule Rule) bool {

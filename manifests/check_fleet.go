@@ -62,7 +62,7 @@ func checkCore(r *Render, want Expectations, c Contract, p *problems) {
 	checkTimeouts(r, d.Ref(), env, p)
 	// CORE_REPLICAS tells the core it shares DATABASE_URL with others: with
 	// more than one, a replica that cannot reach the database is not ready
-	// (README "Readiness"). It must say what the Deployment runs.
+	// (docs/MANUAL.md "Readiness"). It must say what the Deployment runs.
 	if d.Spec.Replicas != nil && env["CORE_REPLICAS"].value != strconv.Itoa(*d.Spec.Replicas) {
 		p.addf("%s: CORE_REPLICAS %q, but the Deployment runs %d replicas", d.Ref(), env["CORE_REPLICAS"].value, *d.Spec.Replicas)
 	}
@@ -361,7 +361,7 @@ func checkRollout(r *Render, p *problems) {
 }
 
 // required reports whether Secret key k must be referenced with optional:
-// false: AUTH_TOKEN always (no service starts without it, README.md,
+// false: AUTH_TOKEN always (no service starts without it, docs/MANUAL.md,
 // "Authentication"), DATABASE_URL where the render wants a database.
 func required(k string, want Expectations) bool {
 	return k == "AUTH_TOKEN" || (k == "DATABASE_URL" && want.DatabaseRequired)

@@ -152,7 +152,7 @@ func monitoringQueries(t *testing.T, manifest string, dashboard []byte) ([]query
 // dashboard parses with Prometheus's own parser, and every series and label
 // it uses is one the binaries register (or kube-state-metrics, or the
 // scrape, adds): a renamed metric or label would silently never fire. The
-// scan must find the metrics README.md documents, and each alert named in
+// scan must find the metrics docs/MANUAL.md documents, and each alert named in
 // docs/RUNBOOK.md must be in the rule.
 func TestMonitoringQueries(t *testing.T) {
 	t.Parallel()

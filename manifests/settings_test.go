@@ -26,7 +26,7 @@ var (
 )
 
 // settingsTables reads both binaries' settings tables from their source
-// (what --help prints and README.md documents): the agent's specs with
+// (what --help prints and docs/MANUAL.md documents): the agent's specs with
 // their kind, the core's Specs with its secrets.
 func settingsTables(t *testing.T) map[string][]setting {
 	t.Helper()
@@ -58,7 +58,7 @@ func settingsTables(t *testing.T) map[string][]setting {
 }
 
 // noWayIn are settings the shipped manifests deliberately cannot set, with
-// the reason (README.md, "Install"). Empty: every setting has a way in.
+// the reason (docs/MANUAL.md, "Install"). Empty: every setting has a way in.
 var noWayIn = map[string]string{}
 
 // wayIn says how a render lets an operator set name on the binary's

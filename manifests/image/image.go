@@ -2,7 +2,7 @@
 // engine: an OCI image index (one image per platform) from scratch, holding
 // the static agent and core binaries, the system's CA certificates and a
 // non-root user, with go-containerregistry. It lays out the files the
-// Dockerfile's image has (README.md, "Install with Helm"; the Dockerfile
+// Dockerfile's image has (docs/MANUAL.md, "Install with Helm"; the Dockerfile
 // test compares them), so either build runs the same manifests.
 package image
 

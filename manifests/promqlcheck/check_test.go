@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// fleet is a small set of series shaped like the binaries' (README.md,
+// fleet is a small set of series shaped like the binaries' (docs/MANUAL.md,
 // "Metrics and logs").
 func fleet() Checker {
 	m := Metrics{}

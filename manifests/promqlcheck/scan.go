@@ -16,7 +16,7 @@ import (
 // Summary}[Vec|Func] call, its name (Namespace_Subsystem_Name, constants
 // resolved within the package), its variable and constant labels, and the
 // labels every metric of the binary gets from
-// prometheus.WrapRegistererWith (the agent's agent="<slug>", README.md
+// prometheus.WrapRegistererWith (the agent's agent="<slug>", docs/MANUAL.md
 // "Metrics and logs"). A histogram gives _bucket (with le), _sum and
 // _count. A call it cannot read is an error naming file and line, so a
 // metric is never silently missed.

@@ -3,7 +3,7 @@ package api
 import "time"
 
 // ActionsSwitch is the kill switch as the agent's /actions and the core's
-// /api/v1/actions show it, and the body of a PUT to either (README.md, "The
+// /api/v1/actions show it, and the body of a PUT to either (docs/MANUAL.md, "The
 // action envelope"). On a PUT, paused is required and a pause needs a
 // reason; by names who (default: the caller's route).
 type ActionsSwitch struct {
@@ -34,7 +34,7 @@ type ActionView struct {
 	Why       string    `json:"why,omitempty"`
 	At        time.Time `json:"at"`
 	// Checks are the follow-up checks of a change that was made, newest
-	// first (README.md, "The action envelope": verify, then escalate).
+	// first (docs/MANUAL.md, "The action envelope": verify, then escalate).
 	Checks []CheckView `json:"checks,omitempty"`
 }
 

@@ -4,7 +4,7 @@ package api
 // report_finding. It is an alias of an unnamed struct so the tool schema
 // derived from it is inlined, not a $ref. A field that says what it is by
 // its name carries no description: every model call pays for each word
-// (README.md, "Model cost").
+// (docs/MANUAL.md, "Model cost").
 type FindingArgs = struct {
 	Key         string  `json:"key,omitempty" description:"ignored"`
 	Severity    string  `json:"severity" enum:"critical,high,medium,low"`

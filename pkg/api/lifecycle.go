@@ -2,7 +2,7 @@ package api
 
 import "time"
 
-// Lifecycle changes of one finding (README.md, "Findings have a life").
+// Lifecycle changes of one finding (docs/MANUAL.md, "Findings have a life").
 const (
 	ChangeNew      = "new"      // first seen by this sweep
 	ChangeOpen     = "open"     // still open since FirstSeen

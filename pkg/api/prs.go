@@ -3,7 +3,7 @@ package api
 import "time"
 
 // PRView is an agent pull request as the forge shows it now: an agent's
-// GET /prs and the core's GET /api/v1/prs (README.md, "Dashboard").
+// GET /prs and the core's GET /api/v1/prs (docs/MANUAL.md, "Dashboard").
 type PRView struct {
 	Number int    `json:"number"`
 	Title  string `json:"title"`

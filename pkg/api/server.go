@@ -6,7 +6,7 @@ import (
 )
 
 // Timeouts bound how long one client may hold a connection of either
-// service (README, "Authentication": slow clients). Write bounds a whole
+// service (docs/MANUAL.md, "Authentication": slow clients). Write bounds a whole
 // answer: it is the longest one the service gives (a blocking run) plus a
 // margin; a stream that outlives it (the core's event stream) sets its own
 // deadline before each write (http.ResponseController).

@@ -174,7 +174,7 @@ type RunRequest struct {
 	// report. 0: the agent's RUN_TIMEOUT alone bounds it.
 	BudgetMS int64 `json:"budget_ms,omitempty"`
 	// Unattended: no person holding the write token stands behind the run
-	// (README.md, "Authentication"), so a manual run is autonomous — both
+	// (docs/MANUAL.md, "Authentication"), so a manual run is autonomous — both
 	// safety gates apply. The agent sets it for a POST /run not let in by
 	// AUTH_TOKEN, the core for its API's runs likewise; a body may set it
 	// (it only ever lowers what a run may do), never clear it.
@@ -228,7 +228,7 @@ type Delegation struct {
 }
 
 // Verdicts that say what came of a delegation, and the delegate's verdicts
-// they are judged by (README "Verdicts").
+// they are judged by (docs/MANUAL.md "Verdicts").
 const (
 	VerdictDelegated         = "delegated"          // the delegate accepted and acted
 	VerdictDelegationRefused = "delegation_refused" // the delegate answered and did not act: refused, read-only, a recommendation only

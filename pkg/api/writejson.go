@@ -20,7 +20,7 @@ func WriteJSON(w http.ResponseWriter, code int, v any) {
 
 // WriteError writes the error answer {"error": msg} with status code. An
 // error text quotes what failed (a URL, a setting), so msg passes the one
-// redaction first (README, "Redaction").
+// redaction first (docs/MANUAL.md, "Redaction").
 func WriteError(w http.ResponseWriter, code int, msg string) {
 	msg, _ = redact.String(msg)
 	WriteJSON(w, code, ErrorBody{Error: msg})

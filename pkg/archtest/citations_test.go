@@ -13,7 +13,7 @@ import (
 // cannot open: the design notes and field report it was built from.
 var citeOutside = regexp.MustCompile(`ARCHITECTURE §|(?i:seed)( [0-9]+)? ?§|(?i:seeds?/[0-9]{3}_)|\.\./shared/`)
 
-// Comments and docs cite the repository's own documents (README.md,
+// Comments and docs cite the repository's own documents (docs/MANUAL.md,
 // docs/ARCHITECTURE.md), never ones outside it.
 func TestNoCitationsOutsideTheRepository(t *testing.T) {
 	root := filepath.Join("..", "..")

@@ -1,8 +1,8 @@
 // Package deployreview holds the deterministic reviews of a GitOps
 // repository: the deploy path — Dockerfiles, workload manifests and CI
-// workflow files — that Dax runs (README.md, "Deploy-path review"), and
+// workflow files — that Dax runs (docs/MANUAL.md, "Deploy-path review"), and
 // the API design — OpenAPI documents, Services and the workloads behind
-// them — that Ada runs (README.md, "API design review"), each with or
+// them — that Ada runs (docs/MANUAL.md, "API design review"), each with or
 // without a model. One package because both share the repository walk,
 // the finding shape, the report and the one config file. Every finding has a rule id, a severity, the
 // file:line it is about and a one-line fix; a repository switches rules

@@ -13,7 +13,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
-// Rules is every rule, in the order the README documents them.
+// Rules is every rule, in the order docs/MANUAL.md documents them.
 var Rules = []Rule{
 	{"DF001", api.SeverityMedium, "base image not pinned (no tag, or :latest)", "pin the base image to a version tag or a digest (FROM image:1.2.3 or image@sha256:…)"},
 	{"DF002", api.SeverityHigh, "final stage runs as root (no USER, or USER root/0)", "add USER with a non-root UID (e.g. USER 65532) to the final stage"},
@@ -34,7 +34,7 @@ var Rules = []Rule{
 	{"CI002", api.SeverityHigh, "a secret is echoed to the job log", "never print secrets: pass them as env to the step that needs them"},
 }
 
-// APIRules are Ada's, in the order the README documents them.
+// APIRules are Ada's, in the order docs/MANUAL.md documents them.
 var APIRules = []Rule{
 	{"OA001", api.SeverityMedium, "operation documents no error response (no 4xx, 5xx or default)", "document the errors clients must handle (400, 401/403, 404, 409, 5xx) with one error schema, or a default response"},
 	{"OA002", api.SeverityMedium, "list operation without pagination parameters", "add a page size limit and a cursor (limit + page_token, or limit + offset) and return the next cursor"},
@@ -103,7 +103,7 @@ func ParseConfig(raw []byte) (map[string]bool, error) {
 		for _, id := range v.Content {
 			name := strings.ToUpper(strings.TrimSpace(id.Value))
 			if !known(name) {
-				return nil, fmt.Errorf("%w: line %d: unknown rule %q (the rules are listed in the README, \"Deploy-path review\" and \"API design review\")", ErrConfig, id.Line, id.Value)
+				return nil, fmt.Errorf("%w: line %d: unknown rule %q (the rules are listed in docs/MANUAL.md, \"Deploy-path review\" and \"API design review\")", ErrConfig, id.Line, id.Value)
 			}
 			out[name] = true
 		}

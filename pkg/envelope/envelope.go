@@ -1,4 +1,4 @@
-// Package envelope is the action envelope (README.md, "The action
+// Package envelope is the action envelope (docs/MANUAL.md, "The action
 // envelope"): what every mutating primitive asks right before it writes.
 // In order: the kill switch (one row in the store, read at every call), the
 // namespaces that opted in (never a system namespace), shadow mode
@@ -82,7 +82,7 @@ type Config struct {
 	// first seen for that container (default 4).
 	MaxGrowth float64
 	// Follow checks every action that was done, after it took effect
-	// (README.md, "The action envelope": verify, then escalate); nil: none.
+	// (docs/MANUAL.md, "The action envelope": verify, then escalate); nil: none.
 	Follow Follower
 	Now    func() time.Time
 	Log    *zap.Logger

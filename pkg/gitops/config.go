@@ -25,7 +25,7 @@ type ForgeSettings struct {
 }
 
 // ForgeFromEnv builds the forge named by the agent environment
-// (README.md, GitOps): GITOPS_FORGE, GITOPS_REPO, GITOPS_BRANCH,
+// (docs/MANUAL.md, GitOps): GITOPS_FORGE, GITOPS_REPO, GITOPS_BRANCH,
 // GITHUB_TOKEN, GITHUB_API_URL. getenv is os.Getenv in production.
 func ForgeFromEnv(getenv func(string) string, httpClient *http.Client) (Forge, error) {
 	var app GitHubApp

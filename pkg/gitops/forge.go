@@ -97,7 +97,7 @@ type HeadPinnedMerger interface {
 // forge (GitHub: a user, or an App's bot). Two agents with one account are
 // one identity to the forge, whatever the trailers say: GitHub refuses an
 // approval from a PR's opener, and merge_if_trivial refuses to merge then
-// (README.md, "Give Vera her own forge identity"). The local forge has no
+// (docs/MANUAL.md, "Give Vera her own forge identity"). The local forge has no
 // accounts and does not implement it.
 type AccountForge interface {
 	// Account is the login these credentials act as, asked of the forge

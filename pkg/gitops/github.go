@@ -23,7 +23,7 @@ import (
 // the identity. The account the credentials act as is another matter:
 // GitHub refuses an approval from the PR's opener, so with one shared token
 // Vera cannot approve Sol's PRs and merge_if_trivial leaves them for a
-// person (Account, README.md "Give Vera her own forge identity").
+// person (Account, docs/MANUAL.md "Give Vera her own forge identity").
 type GitHub struct {
 	c                 *github.Client
 	owner, repo, base string

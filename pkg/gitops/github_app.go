@@ -12,7 +12,7 @@ import (
 
 // GitHubApp names a GitHub App installation to act as: the App's id, the
 // installation's id on the repository's owner, and the App's private key
-// (a PEM file). Each agent may have its own (README.md, "Give Vera her own
+// (a PEM file). Each agent may have its own (docs/MANUAL.md, "Give Vera her own
 // forge identity").
 type GitHubApp struct {
 	AppID, InstallationID int64

@@ -11,7 +11,7 @@ import (
 
 // Workload is what a memory-bump diff changes: the action envelope judges
 // a merge by it (its namespace's opt-in, its budgets), and the follow-up
-// check after the merge watches it (README.md, "The action envelope").
+// check after the merge watches it (docs/MANUAL.md, "The action envelope").
 type Workload struct {
 	Namespace, Kind, Name, Container string
 }

@@ -15,7 +15,7 @@ type OOMKillReader interface {
 	OOMKill(ctx context.Context, namespace, kind, name, container string) (*api.OOMKill, string, error)
 }
 
-// checkOOMKill is a memory bump's precondition (README.md, "The action
+// checkOOMKill is a memory bump's precondition (docs/MANUAL.md, "The action
 // envelope"): the container was OOM-killed, as the cluster shows now, at
 // the limit the manifest holds now. The finding's words, the request's
 // reason, an alert or a PR body are not read: a bump is refused, naming

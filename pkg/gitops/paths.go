@@ -7,7 +7,7 @@ import (
 )
 
 // PathTemplate is a directory a workload's manifest is looked for in
-// first (GITOPS_PATH_TEMPLATE; README, "Many clusters"), with the
+// first (GITOPS_PATH_TEMPLATE; docs/MANUAL.md, "Many clusters"), with the
 // placeholders {cluster} (the agent's CLUSTER_NAME), {namespace} and
 // {name}: clusters/{cluster}/apps/{name} keeps one repository's clusters
 // apart.

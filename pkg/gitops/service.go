@@ -49,7 +49,7 @@ type Options struct {
 	// kubecrew-core.
 	IsFleetWorkload func(namespace, kind, name string) bool
 	// Envelope judges opening a PR and merging one right before either is
-	// done (README.md, "The action envelope"); nil: none.
+	// done (docs/MANUAL.md, "The action envelope"); nil: none.
 	Envelope tools.Envelope
 	// Paths are tried first when locating a manifest, expanded with
 	// Cluster (the agent's CLUSTER_NAME), the namespace and the name.

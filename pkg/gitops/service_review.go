@@ -205,9 +205,9 @@ func (s *Service) sharedAccount(ctx context.Context, pr PR) (account string, sha
 	return acct, pr.Opener != "" && strings.EqualFold(acct, pr.Opener), nil
 }
 
-// SharedIdentityDoc is where the README tells how to give each agent its
+// SharedIdentityDoc is where docs/MANUAL.md tells how to give each agent its
 // own forge identity.
-const SharedIdentityDoc = `README.md, "Give Vera her own forge identity"`
+const SharedIdentityDoc = `docs/MANUAL.md, "Give Vera her own forge identity"`
 
 func sharedIdentityNote(me, account string) string {
 	return fmt.Sprintf("Not approved: I (%s) act as the forge account %s, the same account that opened this pull request, "+

@@ -2,7 +2,7 @@ package gitops
 
 // What is open on the forge, as people see it: the agent PRs with their
 // newest review, and the ones merged or closed lately, whoever did it — an
-// agent, a person on the forge, a bot. The forge is the truth (README.md,
+// agent, a person on the forge, a bot. The forge is the truth (docs/MANUAL.md,
 // "Dashboard"); nothing here writes.
 
 import (

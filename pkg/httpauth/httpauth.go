@@ -1,5 +1,5 @@
 // Package httpauth is the one bearer-token check both kubecrew services put
-// in front of their routes (README.md, "Authentication"): one parser of the
+// in front of their routes (docs/MANUAL.md, "Authentication"): one parser of the
 // Authorization header, constant-time comparison, and two tokens — AUTH_TOKEN
 // opens every route, the optional AUTH_READ_TOKEN opens reads (GET and HEAD)
 // only, for dashboards.
@@ -125,7 +125,7 @@ type accessKey struct{}
 
 // Writer reports whether the request ctx belongs to was let in by
 // Middleware with AUTH_TOKEN, the write token: the only caller a run may
-// treat as a person (README.md, "Authentication"). Without authentication
+// treat as a person (docs/MANUAL.md, "Authentication"). Without authentication
 // (AUTH_DISABLED=true) and for the read-only token it is false.
 func Writer(ctx context.Context) bool {
 	a, _ := ctx.Value(accessKey{}).(Access)

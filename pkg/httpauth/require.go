@@ -1,6 +1,6 @@
 package httpauth
 
-// RequireToken is the start-up rule both binaries keep (README.md,
+// RequireToken is the start-up rule both binaries keep (docs/MANUAL.md,
 // "Authentication"): no write token is an error unless authentication is
 // disabled on purpose, a read token needs the write token beside it, and
 // disabling authentication beside a token is a contradiction. It names the

@@ -1,5 +1,5 @@
 // Package killswitch is the fleet's kill switch as the APIs show and take
-// it (README.md, "The action envelope"): the line every refusal reads, the
+// it (docs/MANUAL.md, "The action envelope"): the line every refusal reads, the
 // PUT body's checks, the JSON view. The agents' envelope and the core share
 // it.
 package killswitch

@@ -158,7 +158,7 @@ func BenchmarkClusterProblems5x(b *testing.B) { benchLarge(b, 5) }
 // BenchmarkClusterProblems20x is the same at twenty times the size
 // (12,000 namespaces, ~25,000 pods, ~71,000 Warning events); loading it
 // takes minutes, so run it alone with -benchtime=1x. Its peak heap is
-// the figure README "Memory and cluster size" sizes the limits from.
+// the figure docs/MANUAL.md "Memory and cluster size" sizes the limits from.
 func BenchmarkClusterProblems20x(b *testing.B) { benchLarge(b, 20) }
 
 func benchLarge(b *testing.B, scale int) {

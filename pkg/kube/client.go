@@ -74,7 +74,7 @@ type Client struct {
 	beforeWrite func(context.Context)
 }
 
-// WithEnvelope sets the action envelope every write asks first (README.md,
+// WithEnvelope sets the action envelope every write asks first (docs/MANUAL.md,
 // "The action envelope").
 func WithEnvelope(e tools.Envelope) Option { return func(c *Client) { c.envelope = e } }
 

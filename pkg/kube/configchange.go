@@ -4,7 +4,7 @@ package kube
 // pods start before the configuration they reference was last written?
 // Only ConfigMaps are read, and only their metadata is used; Secrets are
 // never read (the agents' RBAC has no Secrets, manifests/base/rbac.yaml),
-// so a referenced Secret is named as not checked (README.md,
+// so a referenced Secret is named as not checked (docs/MANUAL.md,
 // "cluster_problems").
 import (
 	"context"

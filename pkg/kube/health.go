@@ -14,7 +14,7 @@ import (
 )
 
 // Health is a workload as the follow-up check after an action sees it
-// (README.md, "The action envelope": verify, then escalate).
+// (docs/MANUAL.md, "The action envelope": verify, then escalate).
 type Health struct {
 	// Gone: the workload does not exist (any more).
 	Gone bool

@@ -5,7 +5,7 @@ package kube
 // reads what the cluster shows and refuses, naming it, when the action is
 // not justified there. A finding, an alert, an annotation, an event, a log
 // line or a model's words never count: only what is read here does
-// (README.md, "The action envelope"; docs/ARCHITECTURE.md, "The request
+// (docs/MANUAL.md, "The action envelope"; docs/ARCHITECTURE.md, "The request
 // walk", 5).
 
 import (

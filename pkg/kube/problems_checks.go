@@ -17,7 +17,7 @@ import (
 )
 
 // The checks beyond pods, workloads, jobs and nodes: what an SRE expects
-// from a cluster check (README "What cluster_problems checks").
+// from a cluster check (docs/MANUAL.md "What cluster_problems checks").
 
 func podIsReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {

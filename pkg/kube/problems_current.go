@@ -2,7 +2,7 @@ package kube
 
 // The current-state checks of cluster_problems: pods by their containers,
 // workloads by availability and conditions, Jobs and CronJobs by their last
-// runs, nodes by their conditions now (README.md, "cluster_problems").
+// runs, nodes by their conditions now (docs/MANUAL.md, "cluster_problems").
 import (
 	"fmt"
 	"sort"

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Restart modes (ROLLOUT_RESTART_MODE, README.md "Restarts that stick").
+// Restart modes (ROLLOUT_RESTART_MODE, docs/MANUAL.md "Restarts that stick").
 const (
 	// RestartAuto evicts the pods of a workload a GitOps controller owns
 	// and writes the restartedAt annotation otherwise.

@@ -51,7 +51,7 @@ var clusterLists = map[string]bool{listNodes: true, listStorageClasses: true, li
 
 // pageSize bounds one List response, and so the memory one list holds at
 // a time: each page is reduced to what the checks read before the next is
-// asked for (README "Memory and cluster size"): a 20x cluster's pages
+// asked for (docs/MANUAL.md "Memory and cluster size"): a 20x cluster's pages
 // then cost no more memory than a 1x one's (bench_test.go has the figures).
 const pageSize = 500
 

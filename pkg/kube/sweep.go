@@ -1,6 +1,6 @@
 package kube
 
-// How a sweep reads the cluster in bounded memory (README "Memory and
+// How a sweep reads the cluster in bounded memory (docs/MANUAL.md "Memory and
 // cluster size"): every List is paged and each page is reduced to what the
 // checks read before the next is asked for. The small lists come first,
 // all at once, each reduced to the fields its checks read; the pods then

@@ -27,7 +27,7 @@ const (
 // GetYAML returns one object as YAML without managedFields and the
 // last-applied annotation (noise the model would pay for), every string
 // value sanitized. A ConfigMap shows its keys, and values only under the
-// keys WithConfigMapValueKeys allows, like k8s_get_resources (README.md,
+// keys WithConfigMapValueKeys allows, like k8s_get_resources (docs/MANUAL.md,
 // "Redaction").
 func (c *Client) GetYAML(ctx context.Context, a GetYAMLArgs) (string, error) {
 	if err := c.avail(); err != nil {

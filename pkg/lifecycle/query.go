@@ -1,4 +1,4 @@
-// Package lifecycle is the findings' lives as people see them (README.md,
+// Package lifecycle is the findings' lives as people see them (docs/MANUAL.md,
 // "Findings have a life"): the list query both services' APIs take, the
 // view they answer with, and the morning digest built from the store.
 // The lives themselves are kept by pkg/store (Lifecycle).

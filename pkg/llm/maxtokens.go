@@ -86,7 +86,7 @@ func (c *Client) nextCapField(r *route, req openai.ChatCompletionRequest, fail *
 	}[cur]
 	for _, s := range named {
 		// "max_tokens is too large" asks for a smaller value, not another
-		// field: that is a setting to fix (README.md, "Model mode").
+		// field: that is a setting to fix (docs/MANUAL.md, "Model mode").
 		if strings.Contains(msg, s) && !strings.Contains(msg, "too large") {
 			return cur + 1, true
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Servers answer the same chat completion in different shapes (README,
+// Servers answer the same chat completion in different shapes (docs/MANUAL.md,
 // "Models"). normalizeCompletion rewrites the ones go-openai cannot decode
 // or the engine cannot act on into the OpenAI shape, before go-openai sees
 // the body:

@@ -248,7 +248,7 @@ func oneLine(s string, limit int) string {
 // redactKey is every error text's one redaction: the API key a server
 // echoed back, then what redact.String finds (the URL's userinfo and
 // secret query parameters that net/http quotes in its errors, the
-// process's secret settings). An *Error's Msg always passed it (README,
+// process's secret settings). An *Error's Msg always passed it (docs/MANUAL.md,
 // "Redaction").
 func redactKey(s, key string) string {
 	if len(key) >= 4 {

@@ -1,4 +1,4 @@
-// Package pager pages a human through an incident API (README.md, "The
+// Package pager pages a human through an incident API (docs/MANUAL.md, "The
 // action envelope": verify, then escalate): PagerDuty Events API v2,
 // Opsgenie's Alert API, or a generic JSON webhook. One incident is one
 // correlation key — PagerDuty's dedup_key, Opsgenie's alias — triggered

@@ -13,7 +13,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
-// DigestTitle opens a PULSE.md task that is the morning digest (README.md,
+// DigestTitle opens a PULSE.md task that is the morning digest (docs/MANUAL.md,
 // "The morning digest"): the pulse builds it in code, never with a model.
 const DigestTitle = "Morning digest"
 

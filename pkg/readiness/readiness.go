@@ -1,6 +1,6 @@
 // Package readiness is GET /ready for both binaries: each dependency is
 // probed and reported, and the answer is 503 when one the operator requires
-// (READY_REQUIRE, see README "Readiness") is unusable, with a JSON body
+// (READY_REQUIRE, see docs/MANUAL.md "Readiness") is unusable, with a JSON body
 // naming it and why.
 package readiness
 
@@ -68,7 +68,7 @@ func Evaluate(ctx context.Context, checks []Check, extra ...Failure) (int, map[s
 			require = append(require, c.Name)
 		}
 		// /ready answers without a token: what a probe says passes the
-		// one redaction (README, "Redaction") before it is shown.
+		// one redaction (docs/MANUAL.md, "Redaction") before it is shown.
 		state, _ := redact.String(r.State)
 		if r.Err != nil {
 			why, _ := redact.String(r.Err.Error())
@@ -102,7 +102,7 @@ func Evaluate(ctx context.Context, checks []Check, extra ...Failure) (int, map[s
 }
 
 // Public is body (Evaluate's) as a caller without a token sees it
-// (README.md, "Readiness"): whether the process is ready, what it requires,
+// (docs/MANUAL.md, "Readiness"): whether the process is ready, what it requires,
 // each dependency's state in a word and which ones fail — never why, since
 // an error names hosts, users and databases. "details" is left out.
 func Public(body map[string]any) map[string]any {

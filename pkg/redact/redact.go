@@ -1,5 +1,5 @@
 // Package redact removes secrets from text before it leaves a tool: what
-// the model, the trace, the store, a report or a chat post sees (README.md,
+// the model, the trace, the store, a report or a chat post sees (docs/MANUAL.md,
 // "Redaction"). Every tool output passes through String once, in the tool
 // registry's call path (pkg/tools); structured readers (ConfigMaps in
 // k8s_get_yaml) use ConfigMapData before they render. A redacted value

@@ -7,7 +7,7 @@ import (
 
 // Writer redacts JSON log lines on their way to w: both services' zap
 // loggers write through it, so a URL with userinfo or a token in an error
-// message never reaches the log (README.md, "Redaction"). Each Write is one
+// message never reaches the log (docs/MANUAL.md, "Redaction"). Each Write is one
 // log entry (zap writes an entry at a time); a line with nothing to redact
 // passes through untouched, a JSON line stays valid JSON.
 type Writer struct{ w io.Writer }

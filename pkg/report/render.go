@@ -59,7 +59,7 @@ type Report struct {
 	// MaxFindings bounds the finding lines (0: all of them).
 	MaxFindings int
 	// Lifecycle, when set, marks each finding new, still open since or
-	// reopened, and lists what the sweep resolved (README.md, "Findings
+	// reopened, and lists what the sweep resolved (docs/MANUAL.md, "Findings
 	// have a life").
 	Lifecycle *api.Lifecycle
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ActionsState is the fleet's kill switch (README.md, "The action
+// ActionsState is the fleet's kill switch (docs/MANUAL.md, "The action
 // envelope"): while Paused, every mutating primitive refuses. The zero value
 // — never set — is not paused.
 type ActionsState struct {

@@ -8,7 +8,7 @@ import (
 )
 
 // AlertState is the standing state of one incident: the alerts that share
-// a correlation key (README, "Storms"); Fingerprint holds the key.
+// a correlation key (docs/MANUAL.md, "Storms"); Fingerprint holds the key.
 type AlertState struct {
 	Fingerprint      string
 	Alertname        string
@@ -36,7 +36,7 @@ type AlertDecision struct {
 	Reason          string
 	At              time.Time // the last (or only) time it was decided
 	// Count is how many times it was decided: 1, or more for an aggregated
-	// row of repeats (README, "Repeats are counted, not written"), whose
+	// row of repeats (docs/MANUAL.md, "Repeats are counted, not written"), whose
 	// first is FirstAt (equal to At for a single decision).
 	Count   int
 	FirstAt time.Time
@@ -46,7 +46,7 @@ type AlertDecision struct {
 // and how many alert runs the target agent has in flight. It returns the
 // decision and the new state. It must be pure: the store may call it again.
 // Postgres decides a repeat of a known alert from the state it remembers
-// (README, "Repeats are counted, not written") and passes 0 in flight then:
+// (docs/MANUAL.md, "Repeats are counted, not written") and passes 0 in flight then:
 // deduped, cooldown and ignored must not depend on the agent's load.
 type DecideFunc func(prev AlertState, ok bool, agentInFlight int) (AlertDecision, AlertState)
 

@@ -1,7 +1,7 @@
 package store
 
 // Decision counts: how many decisions of each kind were recorded since a
-// time. The core's dashboard overview shows the last hour's (README.md,
+// time. The core's dashboard overview shows the last hour's (docs/MANUAL.md,
 // "Dashboard"); counting in the store keeps it one query however many
 // decisions there are.
 
@@ -42,7 +42,7 @@ func (p *Postgres) CountDecisions(ctx context.Context, since time.Time) (map[str
 	if err := p.flushPending(ctx); err != nil {
 		return nil, err
 	}
-	// A row may count several repeats (README, "Repeats are counted, not
+	// A row may count several repeats (docs/MANUAL.md, "Repeats are counted, not
 	// written"); at is the last of them.
 	rows, err := p.pool.Query(ctx, `SELECT decision, sum(count)::bigint FROM alert_decisions WHERE at >= $1 GROUP BY decision`, since.UTC())
 	if err != nil {

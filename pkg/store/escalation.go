@@ -15,7 +15,7 @@ const (
 	CheckUnknown  = "unknown"   // the check could not tell (the workload is gone, the cluster did not answer)
 )
 
-// ActionCheck is one follow-up check of an action that was done (README,
+// ActionCheck is one follow-up check of an action that was done (docs/MANUAL.md,
 // "The action envelope": verify, then escalate): did the problem stop, is
 // the workload available, and whether a human was paged or told it is over.
 type ActionCheck struct {

@@ -1,7 +1,7 @@
 package store
 
 // The alerts firing: each alert's newest decision, kept when it says the
-// alert still fires. The core's dashboard shows them (README.md,
+// alert still fires. The core's dashboard shows them (docs/MANUAL.md,
 // "Dashboard"); reading them in the store keeps the list whole however
 // many decisions a storm recorded. The state the decisions are made from
 // (alert_state) is the incident's, one row per correlation key, so the

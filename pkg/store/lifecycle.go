@@ -8,7 +8,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
-// Finding lifecycle (README.md, "Findings have a life"): a finding is
+// Finding lifecycle (docs/MANUAL.md, "Findings have a life"): a finding is
 // identified by its cluster and key; it is open from the first sweep that
 // sees it until a sweep that covered its object no longer does, then
 // resolved; seen again, it reopens.

@@ -92,7 +92,7 @@ const DefaultFlushInterval = 2 * time.Second
 
 // WithFlushInterval sets how long a repeat of a known alert (deduped, in
 // cooldown, ignored again) is counted in memory at most before its counter
-// and last_seen are written to Postgres (default 2s; README, "Repeats are
+// and last_seen are written to Postgres (default 2s; docs/MANUAL.md, "Repeats are
 // counted, not written"). 0 writes every decision at once.
 func WithFlushInterval(d time.Duration) Option {
 	return func(o *options) {

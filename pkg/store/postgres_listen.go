@@ -1,6 +1,6 @@
 package store
 
-// Remembered states stay exact across replicas (README, "Repeats are
+// Remembered states stay exact across replicas (docs/MANUAL.md, "Repeats are
 // counted, not written"): every write of an alert state notifies the
 // channel below in its transaction, and each replica listens on one
 // connection of its own, forgetting what another replica changed. While it

@@ -1,6 +1,6 @@
 package store
 
-// Core replicas tell each other about their incidents (README, "Storms":
+// Core replicas tell each other about their incidents (docs/MANUAL.md, "Storms":
 // one incident, one investigation): every dispatched or joined decision
 // NOTIFYs peerChannel in its transaction with the incident's key, the
 // alert and the investigation; a finished investigation says it ended; a

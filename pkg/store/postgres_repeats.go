@@ -1,6 +1,6 @@
 package store
 
-// Repeats are counted, not written (README, "Repeats are counted, not
+// Repeats are counted, not written (docs/MANUAL.md, "Repeats are counted, not
 // written"): a repeat of a known alert — deduped, in cooldown or ignored
 // again, changing nothing of its state but last_seen — is counted in memory
 // and flushed in batches within the flush interval and at Close. Every state

@@ -24,7 +24,7 @@ func clean(s string) string {
 
 // cleanErr is clean for an error column (runs, investigations, the A2A
 // log, a delegation): an error text quotes what failed, so it passes the
-// one redaction before it is stored (README, "Redaction").
+// one redaction before it is stored (docs/MANUAL.md, "Redaction").
 func cleanErr(s string) string {
 	s, _ = redact.String(clean(s))
 	return s

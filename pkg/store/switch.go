@@ -41,7 +41,7 @@ type Switch struct {
 	// Postgres, and every replica's claims as of the last SyncClaims (each
 	// retry interval); bounded like the memory store's. A fall to memory
 	// starts from it, so cooldowns, claims and queued alerts keep deciding
-	// during the outage (README, "When Postgres is away").
+	// during the outage (docs/MANUAL.md, "When Postgres is away").
 	kmu   sync.Mutex
 	known map[string]AlertState
 	// actMu guards lastActions: the kill switch as last read or set.
@@ -135,7 +135,7 @@ func (s *Switch) State() string {
 // Usable reports whether the configured database serves: nil on Postgres
 // or without a DATABASE_URL; otherwise an error saying why the Switch
 // serves from memory. Refused tells a URL Postgres rejected from an
-// outage. Readiness uses it (README "Readiness").
+// outage. Readiness uses it (docs/MANUAL.md "Readiness").
 func (s *Switch) Usable() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

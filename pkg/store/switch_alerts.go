@@ -1,7 +1,7 @@
 package store
 
 // The Switch's CoreStore side: the core's alert states, claims, decisions and
-// investigations, and how they ride out a Postgres outage (README.md, "When
+// investigations, and how they ride out a Postgres outage (docs/MANUAL.md, "When
 // Postgres is away").
 
 import (

@@ -3,7 +3,7 @@ package tools
 import "context"
 
 // Change is what a mutating primitive is about to change, as the action
-// envelope (README.md, "The action envelope") judges it.
+// envelope (docs/MANUAL.md, "The action envelope") judges it.
 type Change struct {
 	Namespace, Kind, Name, Container string
 	// Old and New are a memory bump's values ("" otherwise).

@@ -162,7 +162,7 @@ type Result struct {
 // comes back as text starting "ERROR:" with its outcome. Whatever the tool
 // answered passes through redact.String before anything else sees it, then
 // is truncated to maxChars (0 = no limit): this is the one place tool output
-// leaves a tool (README.md, "Redaction").
+// leaves a tool (docs/MANUAL.md, "Redaction").
 func (s Set) Call(ctx context.Context, name string, args json.RawMessage, maxChars int) Result {
 	out, outcome, budget := s.call(ctx, name, args, maxChars)
 	// What the tool redacted itself (a ConfigMap's values) counts too.

@@ -9,7 +9,7 @@ import (
 // Target is the one workload an autonomous run may change: the workload of
 // the finding it was delegated (context.finding). It is the scope gate:
 // text the run reads (a log line, an event, an annotation, another agent's
-// message) cannot point a write at anything else (README.md, "Prompt
+// message) cannot point a write at anything else (docs/MANUAL.md, "Prompt
 // injection is data").
 type Target struct {
 	Kind, Namespace, Name string

@@ -54,7 +54,7 @@ func New[A any](name, description string, mutating bool, fn func(ctx context.Con
 }
 
 // closedByDefault drops the additionalProperties:false go-openai writes on
-// every object. Every call pays for each copy (README.md, "Model cost"), and
+// every object. Every call pays for each copy (docs/MANUAL.md, "Model cost"), and
 // it adds nothing: Run refuses unknown fields whatever the schema says, a
 // model not in strict mode is not held to it, and llama.cpp's grammar
 // treats an object without additionalProperties as closed.

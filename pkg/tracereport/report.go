@@ -39,7 +39,7 @@ type Page struct {
 	Outcome *Outcome
 	// Waiting are the changes the chain's runs left for a human: proposals
 	// (shadow mode) and recommendations (over a budget), each with the
-	// exact change (README.md, "The action envelope").
+	// exact change (docs/MANUAL.md, "The action envelope").
 	Waiting []api.ActionView
 }
 

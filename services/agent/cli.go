@@ -68,7 +68,7 @@ func serve(ctx context.Context, a *app.App, l net.Listener, cfg *config.Config, 
 }
 
 // logMemLimit says at start which memory limit the Go runtime works to
-// and where it came from (README "Memory and cluster size").
+// and where it came from (docs/MANUAL.md "Memory and cluster size").
 func logMemLimit(log *zap.Logger, l memlimit.Limit, err error) {
 	if err != nil {
 		log.Warn("memory limit: the cgroup limit could not be read; GOMEMLIMIT not set", zap.Error(err))

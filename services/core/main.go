@@ -1,7 +1,7 @@
 // Command core feeds Alertmanager alerts to the kubecrew agents — deduped,
 // cooled down, one alert run per agent in flight, routed to the read-only
 // triager first — and serves the dashboard API. Configuration is the
-// environment (README.md, "The core"; core --help lists every setting).
+// environment (docs/MANUAL.md, "The core"; core --help lists every setting).
 package main
 
 import (

@@ -15,7 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// HostileOptions describe a service for the hostile pass (README.md,
+// HostileOptions describe a service for the hostile pass (docs/MANUAL.md,
 // "Hostile pass"): Options plus what the pass needs beyond the auth matrix.
 type HostileOptions struct {
 	Options

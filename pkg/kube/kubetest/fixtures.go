@@ -96,7 +96,7 @@ func BrokenObjects(ns string, now time.Time) (*Objects, error) {
 	b := newBuilder(now)
 	b.namespace(ns)
 	// The fixture namespace opts in to actions, as an operator would label
-	// a namespace the fleet may fix (README.md, "The action envelope").
+	// a namespace the fleet may fix (docs/MANUAL.md, "The action envelope").
 	b.o.Namespaces[len(b.o.Namespaces)-1].Labels = map[string]string{envelope.Label: "enabled"}
 	b.node(FixtureNode, true, "")
 	for _, f := range Fixtures {

@@ -15,7 +15,7 @@ import (
 // Deployment name in ns (with labels) whose restart is justified: its
 // ReplicaSet's Running pod started an hour ago and mounts ConfigMap
 // <name>-config, created now, so the pod predates a write to it (the
-// precondition of an autonomous rollout restart, README.md "The action
+// precondition of an autonomous rollout restart, docs/MANUAL.md "The action
 // envelope").
 func CreateRestartable(ctx context.Context, cs kubernetes.Interface, ns, name string, labels map[string]string) (*appsv1.Deployment, error) {
 	sel := map[string]string{"app": name}

@@ -1,7 +1,7 @@
 // Command eval is `make eval`: it runs the scenario suite (eval/scenarios,
 // one YAML file per scenario) on the sandbox cluster of `make run` with
 // the real core and five agents, grades each run by machine, and writes a
-// Markdown table and a JSON file. See the README section "Evaluating the
+// Markdown table and a JSON file. See docs/MANUAL.md section "Evaluating the
 // fleet"; the work is services/agent/internal/eval.
 //
 //	eval [-mode M[,M…]] [-scenarios DIR] [-filter RE] [-repeat N] [-timeout D] [-bin DIR] [-out DIR]

@@ -19,7 +19,7 @@ func (a *App) newA2AClient() (*a2aclient.Client, error) {
 	cfg := a.Config
 	template := cfg.PeerURLTemplate
 	if template == PeersOff {
-		template = "" // only AGENT_PEERS, if any: a standalone agent (README "Running one agent")
+		template = "" // only AGENT_PEERS, if any: a standalone agent (docs/MANUAL.md "Running one agent")
 	}
 	peers, err := a2a.NewPeers(cfg.StaticPeers, template, cfg.Namespace, cfg.Persona.Slug)
 	if err != nil {

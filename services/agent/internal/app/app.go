@@ -86,7 +86,7 @@ type App struct {
 
 	Kube *kube.Client
 	Git  *gitops.Service
-	// Envelope bounds every action (README.md, "The action envelope").
+	// Envelope bounds every action (docs/MANUAL.md, "The action envelope").
 	Envelope *envelope.Envelope
 	// Verifier checks every action after it took effect; Escalator pages
 	// a human when it did not work (nil Verifier: no cluster).
@@ -126,20 +126,20 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		log = zap.NewNop()
 	}
 	// The secret settings are redacted by value wherever text leaves the
-	// process (README, "Redaction"), before anything is served.
+	// process (docs/MANUAL.md, "Redaction"), before anything is served.
 	redact.Known(cfg.SecretValues()...)
 	p := cfg.Persona
 	log = log.With(zap.String("agent", p.Slug))
 	a := &App{Config: cfg, Log: log, Reg: prometheus.NewRegistry()}
 	// A blocking POST /run (and A2A message/send, /mcp) answers within
-	// RUN_TIMEOUT: that bounds every write (README, "Authentication").
+	// RUN_TIMEOUT: that bounds every write (docs/MANUAL.md, "Authentication").
 	a.timeouts = api.DefaultTimeouts(cfg.RunTimeout)
 	if o.Timeouts != nil {
 		a.timeouts = *o.Timeouts
 	}
 	a.bg, a.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	a.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// Every kubecrew metric of an agent carries agent="<slug>" (README
+	// Every kubecrew metric of an agent carries agent="<slug>" (docs/MANUAL.md
 	// "Metrics"), so one dashboard reads the whole fleet.
 	a.metricsReg = prometheus.WrapRegistererWith(prometheus.Labels{"agent": p.Slug}, a.Reg)
 	buildinfo.Register(a.metricsReg, "agent")
@@ -205,7 +205,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 
 // setupStore opens the store (unless the options bring one) and starts
 // its retention loop: the agent owns its runs, traces, findings and A2A
-// log (README, "Retention"); the loop ends with bg, before the store
+// log (docs/MANUAL.md, "Retention"); the loop ends with bg, before the store
 // closes.
 func (a *App) setupStore(ctx context.Context, o Options) error {
 	st := o.Store

@@ -15,7 +15,7 @@ import (
 // HTTP with no token, wrong ones, the read-only token and AUTH_TOKEN (with
 // a lower-case scheme): only /health, /ready, /metrics and the agent card
 // answer without one; the read-only token opens GETs and nothing else
-// (README.md, "Authentication").
+// (docs/MANUAL.md, "Authentication").
 func TestAuthEveryRoute(t *testing.T) {
 	a := start(t, map[string]string{"AGENT_PERSONA": "sol", "AGENT_TOOLS": "load_skill",
 		"AUTH_TOKEN": "full-s3cret", "AUTH_READ_TOKEN": "read-s3cret"})

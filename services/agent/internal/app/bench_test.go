@@ -32,7 +32,7 @@ import (
 // default context window and with AGENT_CONTEXT_TOKENS=16000, the model
 // answering at once; then the alert of each eval scenario that fires on a
 // fixture workload (eval/scenarios) runs with the model answering each
-// call after 2 s, as a real one does (eval.Scripted). README.md
+// call after 2 s, as a real one does (eval.Scripted). docs/MANUAL.md
 // "Evaluating the fleet" shows the figures.
 func BenchmarkTriage(b *testing.B) {
 	env := kubetest.Start(b)

@@ -64,7 +64,7 @@ func hostileAgent(t *testing.T, st string) authtest.HostileOptions {
 var hostileStores = []string{"memory", "postgres", "store down"}
 
 // TestHostileAgentMatrix: every route of the agent × every credential
-// variant, on each store (README.md, "Hostile pass").
+// variant, on each store (docs/MANUAL.md, "Hostile pass").
 func TestHostileAgentMatrix(t *testing.T) {
 	for _, st := range hostileStores {
 		t.Run(st, func(t *testing.T) {

@@ -27,7 +27,7 @@ import (
 var planted = []string{"PLANTED-user-7c1", "PLANTED-pass-8d2", "PLANTED-query-9e3", "PLANTED-apikey-0f4",
 	"PLANTED-hookpath-1a5b6c7d8e9f", "PLANTED-authtoken-2b6"}
 
-// TestPlantedCredentialsNeverLeave (README, "Redaction"): with credentials
+// TestPlantedCredentialsNeverLeave (docs/MANUAL.md, "Redaction"): with credentials
 // in LLM_BASE_URL's userinfo and query, in the API key and in the secret
 // settings (a webhook's path, the token), and the model endpoint down or
 // up and quoting them back, no route, trace, report, log line or Postgres

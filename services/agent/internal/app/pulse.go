@@ -64,7 +64,7 @@ func (a *App) setupPulse(ctx context.Context) error {
 	if a.Deliverer != nil {
 		o.Reporter = a.Deliverer
 	}
-	// The morning digest (README.md, "The morning digest") is built in
+	// The morning digest (docs/MANUAL.md, "The morning digest") is built in
 	// code from the findings' lifecycle and the GitOps repository.
 	var prs lifecycle.PRs
 	if a.forgeOK && a.Git != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 // Dependencies /ready reports; READY_REQUIRE picks which must be usable
-// (README "Readiness").
+// (docs/MANUAL.md "Readiness").
 const (
 	depCluster = "cluster"
 	depStore   = "store"

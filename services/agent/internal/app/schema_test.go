@@ -10,7 +10,7 @@ import (
 
 // report_finding and delegate_task's finding are one schema: a model sees
 // the same fields, types, enums and required ones. The descriptions are
-// report_finding's only (every call pays for each copy; README.md, "Model
+// report_finding's only (every call pays for each copy; docs/MANUAL.md, "Model
 // cost").
 func TestOneFindingSchema(t *testing.T) {
 	a := start(t, modelEnv(llmtest.NewServer(t), "noor"))

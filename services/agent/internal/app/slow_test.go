@@ -13,7 +13,7 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/config"
 )
 
-// TestSlowClientsAreCut (README, "Authentication"): the agent's server
+// TestSlowClientsAreCut (docs/MANUAL.md, "Authentication"): the agent's server
 // cuts a client that dribbles its headers or its body, one that sits idle
 // between requests, and refuses headers past the limit; the timeouts are
 // shortened here, the defaults are api.DefaultTimeouts. Issue #31: the

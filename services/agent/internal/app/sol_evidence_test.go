@@ -41,7 +41,7 @@ func TestSolRestartsOnlyOnConfigEvidence(t *testing.T) {
 		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
 	// api's pods predate a real write to ConfigMap api-config; worker has
-	// no such write (README.md, "The action envelope": the restart reads
+	// no such write (docs/MANUAL.md, "The action envelope": the restart reads
 	// the cluster, not the finding)
 	if _, err := kubetest.CreateRestartable(ctx, cs, ns, "api", nil); err != nil {
 		t.Fatal(err)

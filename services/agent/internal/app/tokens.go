@@ -10,7 +10,7 @@ import (
 
 // registerBudgetMetrics shows the token budget on /metrics, read from the
 // engine at each scrape: what is left of today's (+Inf without a daily
-// ceiling) and what was used (README.md, "Model cost").
+// ceiling) and what was used (docs/MANUAL.md, "Model cost").
 func registerBudgetMetrics(reg prometheus.Registerer, eng *engine.Engine) {
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -94,7 +94,7 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 		Metrics:      gitops.NewMetrics(a.metricsReg), Logger: a.Log.Named("gitops"),
 		Envelope: env,
 		// a memory bump's precondition, read from the cluster right before
-		// its PR (README.md, "The action envelope")
+		// its PR (docs/MANUAL.md, "The action envelope")
 		OOMKills: kc,
 	})
 	for _, t := range a.Git.Tools() {
@@ -123,7 +123,7 @@ func (a *App) toolProviders(ctx context.Context, reg *tools.Registry) error {
 }
 
 // envelope builds the action envelope every mutating primitive asks
-// (README.md, "The action envelope") from the ACTIONS_* settings.
+// (docs/MANUAL.md, "The action envelope") from the ACTIONS_* settings.
 func (a *App) envelope(kc *kube.Client) (*envelope.Envelope, error) {
 	cfg := a.Config
 	mode, err := envelope.ParseMode(cfg.ActionsMode)
@@ -143,7 +143,7 @@ func (a *App) envelope(kc *kube.Client) (*envelope.Envelope, error) {
 }
 
 // verifier builds the follow-up check after every action and the pager it
-// escalates through (README.md, "The action envelope": verify, then
+// escalates through (docs/MANUAL.md, "The action envelope": verify, then
 // escalate). Without a cluster there is nothing to check.
 func (a *App) verifier(kc *kube.Client) error {
 	cfg := a.Config
@@ -179,7 +179,7 @@ func (a *App) persona() personas.Persona {
 	return personas.For(a.Config.Persona.Slug, d)
 }
 
-// prReader serves GET /prs from the forge (README.md, "Dashboard"); nil
+// prReader serves GET /prs from the forge (docs/MANUAL.md, "Dashboard"); nil
 // without a GitOps repository.
 func (a *App) prReader() server.PRReader {
 	if !a.forgeOK {

@@ -34,7 +34,7 @@ func MCP(ctx context.Context, args []string, env Env) int {
 		return ExitError
 	}
 	// stdin/stdout opens no port: no token is needed to serve them
-	// (README.md, "Authentication" is about the HTTP routes).
+	// (docs/MANUAL.md, "Authentication" is about the HTTP routes).
 	getenv := func(k string) string {
 		if k == "AUTH_DISABLED" && env.Getenv("AUTH_TOKEN") == "" && env.Getenv("AUTH_READ_TOKEN") == "" {
 			return "true"

@@ -123,7 +123,7 @@ type Values struct {
 	ReportWebhookURL   string        // REPORT_WEBHOOK_URL
 	ReportColor        string        // REPORT_COLOR
 
-	// The action envelope (README.md, "The action envelope").
+	// The action envelope (docs/MANUAL.md, "The action envelope").
 	ActionsMode                 string   // ACTIONS_MODE
 	RolloutRestartMode          string   // ROLLOUT_RESTART_MODE
 	ActionsNamespaces           []string // ACTIONS_NAMESPACES
@@ -133,11 +133,11 @@ type Values struct {
 	ActionsFleetBumpsPer30Days  int      // ACTIONS_FLEET_BUMPS_PER_30D
 	ActionsMaxGrowth            float64  // ACTIONS_MAX_GROWTH
 
-	// MCP (README.md, "MCP").
+	// MCP (docs/MANUAL.md, "MCP").
 	MCPServeMutating bool     // MCP_SERVE_MUTATING
 	MCPServers       string   // AGENT_MCP_SERVERS
 	MCPReadTools     []string // AGENT_MCP_READ_TOOLS
-	// Verify, then escalate (README.md, "The action envelope").
+	// Verify, then escalate (docs/MANUAL.md, "The action envelope").
 	VerifySyncTimeout time.Duration // ACTIONS_VERIFY_SYNC_TIMEOUT
 	VerifyWindow      time.Duration // ACTIONS_VERIFY_WINDOW
 	VerifyInterval    time.Duration // ACTIONS_VERIFY_INTERVAL
@@ -499,7 +499,7 @@ func (c *Config) Settings() map[string]Setting {
 			s.Value = redactSecret(name, s.Value)
 		default:
 			// LLM_BASE_URL, GITHUB_API_URL, AGENT_PEERS…: userinfo and
-			// secret query parameters go (README.md, "Redaction").
+			// secret query parameters go (docs/MANUAL.md, "Redaction").
 			s.Value, _ = redact.String(s.Value)
 		}
 		out[name] = s
@@ -509,7 +509,7 @@ func (c *Config) Settings() map[string]Setting {
 
 // SecretValues are the values of the secret settings that are set: the
 // app hands them to redact.Known, so that one without a recognisable shape
-// is redacted wherever it is quoted (README, "Redaction").
+// is redacted wherever it is quoted (docs/MANUAL.md, "Redaction").
 func (c *Config) SecretValues() []string {
 	var out []string
 	for name, s := range c.settings {

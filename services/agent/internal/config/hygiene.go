@@ -79,7 +79,7 @@ func (c *Config) coherence() error {
 // "NAME: value" or "NAME=value" shape after a secret's name).
 const AuthDisabledWarning = "AUTH_DISABLED=true: authentication is off, every route is open to anyone who reaches the port, and runs are never interactive; set AUTH_TOKEN outside a laptop"
 
-// auth closes the door by default (README.md, "Authentication"): no
+// auth closes the door by default (docs/MANUAL.md, "Authentication"): no
 // AUTH_TOKEN is a start-up error unless AUTH_DISABLED=true says so.
 func (c *Config) auth() error {
 	if setting, problem := httpauth.RequireToken(c.AuthToken, c.AuthReadToken, c.AuthDisabled); setting != "" {
@@ -104,7 +104,7 @@ func Secrets() []string {
 }
 
 // completionCap derives AGENT_MAX_COMPLETION_TOKENS when unset: the eighth
-// of AGENT_CONTEXT_TOKENS the context budget keeps for the reply (README.md,
+// of AGENT_CONTEXT_TOKENS the context budget keeps for the reply (docs/MANUAL.md,
 // "How a run works"), so a request's prompt and its cap fit the window
 // (vLLM refuses a request whose prompt plus max_tokens exceeds it). A cap
 // above half the window leaves too little room for the transcript.

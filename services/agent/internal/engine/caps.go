@@ -12,7 +12,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/tools"
 )
 
-// Caps on what one model may make a run do (README.md, "How a run works").
+// Caps on what one model may make a run do (docs/MANUAL.md, "How a run works").
 // A model that asks for 50 tool calls a turn once made 1,000 calls in one
 // run, and a 1 MB reply was kept whole in the answer and the trace. Each
 // cap hit is a "cap" trace event and a line the model reads.

@@ -13,7 +13,7 @@ import (
 )
 
 // Why a run skips the synthesis pass (trace event synthesis_skipped): a
-// model call is paid only when it can add something (README.md, "Model
+// model call is paid only when it can add something (docs/MANUAL.md, "Model
 // cost").
 const (
 	SkipReported = "report_finding gave the findings"

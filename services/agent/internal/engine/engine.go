@@ -84,7 +84,7 @@ type Options struct {
 	// MaxConcurrentRuns bounds the runs in flight (capacity.go); 0: no limit.
 	MaxConcurrentRuns int
 
-	// Paused reports the action envelope's kill switch (README.md, "The
+	// Paused reports the action envelope's kill switch (docs/MANUAL.md, "The
 	// action envelope"); nil: never. A run that starts or ends paused says
 	// so in its trace and its answer: it continued read-only.
 	Paused func(ctx context.Context) (line string, paused bool)
@@ -418,7 +418,7 @@ func (e *Engine) finish(ctx context.Context, r *Run, o outcome) {
 	findings, source := deliver(reported, o.synthesis, answer)
 	// What a run says leaves the agent (store, report page, A2A reply, chat
 	// post): its answer and findings pass the redactor as tool output does,
-	// since a playbook or a model may quote what a tool read (README.md "Redaction").
+	// since a playbook or a model may quote what a tool read (docs/MANUAL.md "Redaction").
 	answer, findings = redactResult(answer, findings, e.metrics)
 	if verdict == "" {
 		verdict = deriveVerdict(o, findings, delegation)

@@ -9,7 +9,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/api"
 )
 
-// Honest status (README.md, "How a run works"): a run that could not do its
+// Honest status (docs/MANUAL.md, "How a run works"): a run that could not do its
 // task ends failed or partial with the reason, never completed. A run's code
 // says so with SetPartial (a review that could not read every file, a duty
 // that could not be done); the engine knows the rest from the run itself:

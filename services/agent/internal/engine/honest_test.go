@@ -21,7 +21,7 @@ func brokenTool() tools.Tool {
 }
 
 // A run that could not do its task ends partial with the reason, never
-// completed (README.md, "How a run works"): each path where it once ended
+// completed (docs/MANUAL.md, "How a run works"): each path where it once ended
 // completed, and the ones that rightly do.
 func TestHonestStatus(t *testing.T) {
 	playbook := func(f func(r *engine.Run)) engine.Playbook {

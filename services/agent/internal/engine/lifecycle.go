@@ -10,7 +10,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
-// Sweep is what one sweep of the cluster saw (README.md, "Findings have a
+// Sweep is what one sweep of the cluster saw (docs/MANUAL.md, "Findings have a
 // life"): every problem found now in its scope, and whether it covered
 // that scope completely. Only a complete sweep resolves the open findings
 // of its scope it no longer sees; one with a forbidden or failed List

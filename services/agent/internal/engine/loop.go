@@ -68,7 +68,7 @@ func (e *Engine) runModel(ctx context.Context, r *Run) outcome {
 		}
 	}
 	if rep := answerReport(o.answer); rep != nil {
-		// the report came with the answer, from the same call (README.md,
+		// the report came with the answer, from the same call (docs/MANUAL.md,
 		// "How a run works"): no second pass over the transcript
 		o.synthesis = rep
 		r.Event(ctx, "synthesis_skipped", map[string]any{"reason": SkipInAnswer, "findings": len(rep.Findings), "verdict": rep.Verdict})
@@ -166,7 +166,7 @@ func (e *Engine) chat(ctx context.Context, r *Run, o *outcome, msgs []openai.Cha
 // closesWork: the reply carries the report (the output contract) beside
 // calls that act, hand off or record, none that reads. The calls were the
 // actions the report states and have run; the model is not asked again
-// (README.md "How a run works"). A reply that also reads gets the next call.
+// (docs/MANUAL.md "How a run works"). A reply that also reads gets the next call.
 func closesWork(r *Run, msg openai.ChatCompletionMessage) bool {
 	if answerReport(msg.Content) == nil {
 		return false

@@ -16,7 +16,7 @@ type Playbook interface {
 
 // InCode is a Playbook that also answers some requests with a model
 // configured: work that is code's by design (the weekly repository review,
-// README.md "Deploy-path review"), never the model's to redo or skip.
+// docs/MANUAL.md "Deploy-path review"), never the model's to redo or skip.
 type InCode interface {
 	Playbook
 	InCode(req api.RunRequest) bool

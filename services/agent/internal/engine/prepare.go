@@ -13,7 +13,7 @@ import (
 )
 
 // Prepare is a persona's code that runs before a model run (the persona's
-// duties kept in code, README.md "Model cost"): it may narrow the task
+// duties kept in code, docs/MANUAL.md "Model cost"): it may narrow the task
 // (Vera's pick of the PR to review), answer it without the model (nothing
 // to review), or fingerprint the state a pulse task judges (Noor's
 // problem set) so an unchanged tick skips the model.

@@ -25,7 +25,7 @@ const OperatorDiscipline = `# Operator discipline
 6. Keep durable learnings with memory_write (never secrets, never raw logs).`
 
 // UntrustedData tells the model what the transcript's delimiters mean: what
-// a tool read is data, whoever wrote it (README.md, "Prompt injection is
+// a tool read is data, whoever wrote it (docs/MANUAL.md, "Prompt injection is
 // data"). The gates stop what the model might still be talked into; this
 // keeps it from trying.
 const UntrustedData = `# Untrusted data

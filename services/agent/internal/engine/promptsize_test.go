@@ -11,7 +11,7 @@ import (
 )
 
 // MaxPromptChars bounds Noor's system prompt, the one every sweep, alert
-// and pulse tick pays for before any content (README.md, "Model cost");
+// and pulse tick pays for before any content (docs/MANUAL.md, "Model cost");
 // the others' sizes are logged.
 const MaxPromptChars = 8000
 

@@ -173,7 +173,7 @@ func (r *Run) Event(ctx context.Context, typ string, data any) {
 	}
 	// The trace is read by the core, its pages and reports: every event
 	// (an error's text included) passes the one redaction, value by value
-	// so it stays JSON (README, "Redaction").
+	// so it stays JSON (docs/MANUAL.md, "Redaction").
 	raw, _ = redact.JSON(raw)
 	r.mu.Lock()
 	r.seq++
@@ -298,7 +298,7 @@ func (r *Run) finishCall(ctx context.Context, id, name, by string, args any, sta
 		ev["by"] = by
 	}
 	if redacted.Total() > 0 {
-		// How many values of which kind, never the values (README.md, "Redaction").
+		// How many values of which kind, never the values (docs/MANUAL.md, "Redaction").
 		ev["redacted"] = redacted
 		r.e.metrics.redacted(redacted)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // MaxToolSchemaChars bounds the tool schemas each shipped persona sends
-// with every model call, beside MaxPromptChars (README.md, "Model cost").
+// with every model call, beside MaxPromptChars (docs/MANUAL.md, "Model cost").
 const MaxToolSchemaChars = 8000
 
 // Every shipped persona, built as `make run` builds it (its agent.env, its

@@ -14,7 +14,7 @@ import (
 // Daily per agent per UTC day (AGENT_TOKEN_BUDGET), PerRun per run
 // (AGENT_RUN_TOKEN_BUDGET); 0 is no ceiling. A call that would cross a
 // ceiling is not made: the run ends with the playbook where its persona
-// has one, and says so (README.md, "Model cost").
+// has one, and says so (docs/MANUAL.md, "Model cost").
 type TokenBudget struct {
 	Daily  int
 	PerRun int

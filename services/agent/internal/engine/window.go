@@ -10,7 +10,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/llm"
 )
 
-// The context budget (README.md, "How a run works"). Twenty iterations of
+// The context budget (docs/MANUAL.md, "How a run works"). Twenty iterations of
 // 8,000-character tool outputs reach ~160k characters, and a model with a
 // smaller window fails outright. So every request is kept within
 // AGENT_CONTEXT_TOKENS, less an eighth left for the model's reply:

@@ -9,7 +9,7 @@ import (
 )
 
 // Where the competent policy's evidence comes from: typed fields only
-// (README.md, "The action envelope"). Noor reads the sweep's
+// (docs/MANUAL.md, "The action envelope"). Noor reads the sweep's
 // config-changed= field of a problem line (pkg/kube renders it from the
 // ConfigMaps' write times); Sol reads the delegated finding's evidence
 // lines the engine renders in the system prompt's Prior findings from

@@ -1,5 +1,5 @@
 // Package eval grades the fleet end to end: each scenario (a YAML file
-// under eval/scenarios, see the README section "Evaluating the fleet")
+// under eval/scenarios, see docs/MANUAL.md section "Evaluating the fleet")
 // sets up workloads on the sandbox cluster of `make run`, starts the core
 // and the five agents afresh, fires one trigger (an Alertmanager alert to
 // the core, a pulse tick, a POST /run, an A2A ask) and checks the outcome

@@ -1,5 +1,5 @@
 // Package memlimit sizes the Go heap from the container's own memory
-// limit (README "Memory and cluster size"): with GOMEMLIMIT unset, the
+// limit (docs/MANUAL.md "Memory and cluster size"): with GOMEMLIMIT unset, the
 // runtime's soft limit is set at 90% of the cgroup's memory.max, so the
 // garbage collector works harder before the kernel's OOM killer would.
 package memlimit

@@ -45,7 +45,7 @@ func TestEveryPersonaHasAHome(t *testing.T) {
 // Without what they need, the personas have no code to run: no cluster, no
 // sweep; no GitOps repository, no review pass. Dax and Ada are the
 // exception: their review without a repository is a run that fails saying
-// what to set (README.md, "Deploy-path review", "API design review"),
+// what to set (docs/MANUAL.md, "Deploy-path review", "API design review"),
 // never a "completed" non-answer.
 func TestUnconfiguredPersonasHaveNoPlaybook(t *testing.T) {
 	t.Parallel()

@@ -77,7 +77,7 @@ func statusOf(ctx context.Context, url string) int {
 	return resp.StatusCode
 }
 
-// Token is the fleet's AUTH_TOKEN (README.md, "Try it"): this process's
+// Token is the fleet's AUTH_TOKEN (docs/MANUAL.md, "Try it"): this process's
 // own AUTH_TOKEN when set, else a random one made once. Every process the
 // sandbox starts gets it, and every request it sends carries it: the
 // services refuse to start without one.

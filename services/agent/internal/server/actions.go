@@ -13,7 +13,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
-// actionRoutes mounts the action envelope's routes (README.md, "The action
+// actionRoutes mounts the action envelope's routes (docs/MANUAL.md, "The action
 // envelope"): the kill switch (GET, and PUT, which needs AUTH_TOKEN) and the
 // decisions this agent's envelope recorded.
 func (s *Server) actionRoutes() {

@@ -10,7 +10,7 @@ import (
 )
 
 // findingLives is GET /findings/lifecycle: the findings' lives this
-// agent's sweeps observed (README.md, "Findings have a life"), open ones
+// agent's sweeps observed (docs/MANUAL.md, "Findings have a life"), open ones
 // by default, newest first by first sighting.
 func (s *Server) findingLives(w http.ResponseWriter, r *http.Request) {
 	q, err := lifecycle.ParseQuery(r.URL.Query(), s.now())

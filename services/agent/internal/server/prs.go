@@ -17,7 +17,7 @@ type PRReader func(ctx context.Context, recent int) (api.PRList, error)
 
 // prCacheTTL is how long GET /prs answers from its last read of the
 // forge: the dashboard refreshes on every event, the forge's API has a
-// rate limit (README.md, "Dashboard").
+// rate limit (docs/MANUAL.md, "Dashboard").
 const prCacheTTL = 15 * time.Second
 
 // prReadTimeout bounds one read of the forge. The read outlives the
@@ -83,7 +83,7 @@ func (c *prCache) get(ctx context.Context, recent int, now func() time.Time, rea
 	}
 }
 
-// prs is GET /prs: the agent PRs on this agent's forge (README.md,
+// prs is GET /prs: the agent PRs on this agent's forge (docs/MANUAL.md,
 // "Dashboard"). ?state=open (default) or all (with ?limit= of the merged
 // or closed ones, default 20, at most 100). An agent with no GitOps
 // repository answers an empty list whose forge is "".

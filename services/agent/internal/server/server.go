@@ -37,7 +37,7 @@ type Deps struct {
 	Engine *engine.Engine
 	Store  store.AgentStore
 	Info   func() any // GET /info body
-	// Checks are /ready's dependencies (README "Readiness").
+	// Checks are /ready's dependencies (docs/MANUAL.md "Readiness").
 	Checks []readiness.Check
 	// Auth guards every route but the open ones (OpenPaths).
 	Auth     httpauth.Tokens
@@ -67,7 +67,7 @@ func New(d Deps) *Server {
 	s := &Server{d: d, r: chi.NewRouter()}
 	s.r.Use(middleware.Recoverer)
 	// One guard in front of the whole router, so a route another package
-	// mounts later is protected without asking (README.md, "Authentication").
+	// mounts later is protected without asking (docs/MANUAL.md, "Authentication").
 	s.r.Use(Guard(d.Auth), api.RejectControlChars)
 	s.r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
@@ -201,7 +201,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A run is a person's (interactive) only for a caller the write token
-	// let in, never by what its body says (README.md, "Authentication").
+	// let in, never by what its body says (docs/MANUAL.md, "Authentication").
 	if !httpauth.Writer(r.Context()) {
 		req.Unattended = true
 	}

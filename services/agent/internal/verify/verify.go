@@ -1,4 +1,4 @@
-// Package verify is the follow-up check after an action (README.md, "The
+// Package verify is the follow-up check after an action (docs/MANUAL.md, "The
 // action envelope": verify, then escalate). After a rollout restart or a
 // merged memory bump it waits for the change to be live — the workload
 // rolled out and, for a bump, the new limit in the live spec, which is

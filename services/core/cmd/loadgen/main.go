@@ -1,6 +1,6 @@
 // Command loadgen posts alerts to the core or to Alertmanager and reports
 // alerts/s and latency; with -compare it runs the side-by-side benchmark
-// (README.md, "Benchmark: the core beside Alertmanager"; make bench).
+// (docs/MANUAL.md, "Benchmark: the core beside Alertmanager"; make bench).
 package main
 
 import (

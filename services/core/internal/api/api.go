@@ -243,7 +243,7 @@ func (s *server) agents(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) agent(ctx context.Context, a Registered) AgentView {
 	// Only redacted values leave the core: an agent's URL, its error and
-	// its settings may hold userinfo or a key (README.md, "Redaction").
+	// its settings may hold userinfo or a key (docs/MANUAL.md, "Redaction").
 	v := AgentView{Slug: a.Slug, Persona: a.Persona, URL: redact.URL(a.URL), ReceivesAlerts: a.ReceivesAlerts, Tools: []ToolView{}, Pulse: []PulseView{}}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.PeerTimeout, fmt.Errorf("no answer within %s", s.PeerTimeout))
 	defer cancel()
@@ -314,7 +314,7 @@ func (s *server) run(w http.ResponseWriter, r *http.Request) {
 	res, err := s.Agents.Run(ctx, slug, kapi.RunRequest{
 		Task: body.Task, WorkflowType: kapi.WorkflowManual, Context: body.Context, Caller: "core", DiscussionID: body.DiscussionID,
 		// The core lends its token to the agent: the run is a person's only
-		// when the caller held AUTH_TOKEN itself (README.md, "Authentication").
+		// when the caller held AUTH_TOKEN itself (docs/MANUAL.md, "Authentication").
 		Unattended: !httpauth.Writer(r.Context()),
 	}, async)
 	if err != nil {

@@ -1,6 +1,6 @@
 package api
 
-// What the dashboard (README.md, "Dashboard") reads beyond the lists: the
+// What the dashboard (docs/MANUAL.md, "Dashboard") reads beyond the lists: the
 // decision counts of a window, an investigation's chain as data, and an
 // agent's runs. The dashboard reads only this public API.
 

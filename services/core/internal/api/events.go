@@ -27,7 +27,7 @@ const streamWrite = 10 * time.Second
 func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	// The stream outlives the server's WriteTimeout: each write sets its
 	// own deadline instead, so a reader that stops reading is cut after
-	// streamWrite and one that reads stays (README, "Authentication").
+	// streamWrite and one that reads stays (docs/MANUAL.md, "Authentication").
 	rc := http.NewResponseController(w)
 	write := func(format string, args ...any) bool {
 		if err := rc.SetWriteDeadline(time.Now().Add(streamWrite)); err != nil {

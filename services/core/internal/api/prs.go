@@ -1,7 +1,7 @@
 package api
 
 // GET /api/v1/prs: the agent pull requests as the forge shows them now,
-// asked of the agents that hold forge identities (README.md, "Dashboard").
+// asked of the agents that hold forge identities (docs/MANUAL.md, "Dashboard").
 // The forge is the truth: a PR a pulse opened is listed like one a
 // delegation opened, and one a person merged on the forge is merged.
 

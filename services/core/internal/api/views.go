@@ -10,7 +10,7 @@ import (
 
 // DecisionView is one recorded alert decision.
 // It is the webhook's answer for the alert with the record's id and time.
-// A row may stand for several repeats of one decision (README.md, "Repeats
+// A row may stand for several repeats of one decision (docs/MANUAL.md, "Repeats
 // are counted, not written"): Count of them, from FirstAt to At.
 type DecisionView struct {
 	ID string `json:"id"`

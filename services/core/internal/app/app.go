@@ -133,7 +133,7 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 		d.Log = zap.NewNop()
 	}
 	// The secret settings are redacted by value wherever text leaves the
-	// process (README, "Redaction"), before anything is served.
+	// process (docs/MANUAL.md, "Redaction"), before anything is served.
 	redact.Known(cfg.SecretValues...)
 	if d.Now == nil {
 		d.Now = time.Now
@@ -175,7 +175,7 @@ func New(cfg config.Config, routes *route.Routes, d Deps) (*App, error) {
 		Peers:    peers,
 	})
 	if peers != nil {
-		peers.HearPeers(a.pipe.Heard) // the other replicas' incidents (README, "Storms")
+		peers.HearPeers(a.pipe.Heard) // the other replicas' incidents (docs/MANUAL.md, "Storms")
 	}
 	a.metrics.InitAgents(a.pipe.Agents())
 	if a.handler, err = a.router(); err != nil {
@@ -226,7 +226,7 @@ func (a *App) router() (http.Handler, error) {
 		ActionsStore: a.d.Store, ActionsAgents: a.client, Events: a.events,
 	}
 	// The dashboard reads the same API, in process, behind its own door
-	// (README.md, "Dashboard").
+	// (docs/MANUAL.md, "Dashboard").
 	inner := chi.NewRouter()
 	inner.Use(kapi.RejectControlChars)
 	api.Routes(inner, a.apiDeps)
@@ -238,7 +238,7 @@ func (a *App) router() (http.Handler, error) {
 	dash.Routes(r)
 	r.Group(func(r chi.Router) {
 		// Every route but the probes, /metrics and the dashboard's pages
-		// (README.md, "Authentication"); a signed-in dashboard may GET.
+		// (docs/MANUAL.md, "Authentication"); a signed-in dashboard may GET.
 		r.Use(dash.CookieOr(tokens.Middleware("kubecrew-core")))
 		r.With(kapi.AllowQuery()).Get("/info", a.info)
 		r.Method(http.MethodPost, "/api/v1/alerts", webhook.Handler(a.pipe, a.d.Log, a.metrics, a.cfg.WebhookMaxBytes))
@@ -248,7 +248,7 @@ func (a *App) router() (http.Handler, error) {
 }
 
 // prSources are the agents the core asks for the forge's pull requests
-// (README.md, "Dashboard"): those that hold forge identities (config.
+// (docs/MANUAL.md, "Dashboard"): those that hold forge identities (config.
 // ForgeAgents) in the default cluster and in every other one listed.
 func (a *App) prSources() []api.Registered {
 	var out []api.Registered
@@ -321,7 +321,7 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	a.ln = ln
 	// A manual run is answered within AGENT_CALL_TIMEOUT: that bounds
-	// every write but the event stream's, which sets its own (README,
+	// every write but the event stream's, which sets its own (docs/MANUAL.md,
 	// "Authentication").
 	t := kapi.DefaultTimeouts(a.cfg.CallTimeout)
 	if a.d.Timeouts != nil {

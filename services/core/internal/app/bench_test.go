@@ -29,7 +29,7 @@ func oneAlertBodies() [][]byte {
 	return bodies
 }
 
-// loadgenBodies are the side-by-side benchmark's webhooks (README,
+// loadgenBodies are the side-by-side benchmark's webhooks (docs/MANUAL.md,
 // "Benchmark: the core beside Alertmanager"): its pool of 1,000 alerts,
 // perPost to a webhook.
 func loadgenBodies(b *testing.B, perPost int) [][]byte {

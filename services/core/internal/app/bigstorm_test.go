@@ -57,7 +57,7 @@ func oneIncident(t testing.TB, b []byte, n int) {
 	}
 }
 
-// TestStormOverOneMiBIsOneIncident (README, "Storms"): the group of 1,040
+// TestStormOverOneMiBIsOneIncident (docs/MANUAL.md, "Storms"): the group of 1,040
 // realistic crash-loop alerts (about 1.1 MB) that got 413 under the old
 // 1 MiB cap gets in as one incident, one investigation.
 func TestStormOverOneMiBIsOneIncident(t *testing.T) {
@@ -86,7 +86,7 @@ func TestWebhookCapIsASetting(t *testing.T) {
 // BenchmarkStormOf10000Alerts: one Alertmanager group of 10,000 realistic
 // crash-loop alerts (about 10 MB) is answered, on the wire, as one
 // incident with one investigation, within Alertmanager's default webhook
-// timeout (10s; README, "Storms"). heap-MiB is the live heap it leaves
+// timeout (10s; docs/MANUAL.md, "Storms"). heap-MiB is the live heap it leaves
 // (the memory store's 10,000 decisions and states included), peak-MiB the
 // heap at its highest while it was decided (sampled every 20ms), both
 // beside the body the client holds.

@@ -213,7 +213,7 @@ func alert(fp, name, ns, status string) map[string]any {
 }
 
 // incidentKey is the correlation key the core gives alert a of group
-// groupKey (README, "Storms"): what its state, investigation and pages hold.
+// groupKey (docs/MANUAL.md, "Storms"): what its state, investigation and pages hold.
 func incidentKey(groupKey string, a map[string]any) string {
 	return route.DefaultCorrelation().Key(groupKey, a["fingerprint"].(string), a["labels"].(map[string]string), nil)
 }

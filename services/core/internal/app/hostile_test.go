@@ -78,7 +78,7 @@ func hostileCore(t *testing.T, st store.CoreStore, secrets []string) (*testCore,
 }
 
 // TestHostileCoreMatrix: every route of the core × every credential
-// variant, on each store (README.md, "Hostile pass").
+// variant, on each store (docs/MANUAL.md, "Hostile pass").
 func TestHostileCoreMatrix(t *testing.T) {
 	for name, open := range hostileStores(t) {
 		t.Run(name, func(t *testing.T) {

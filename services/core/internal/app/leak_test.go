@@ -19,7 +19,7 @@ import (
 	"github.com/kubecrew/kubecrew/services/core/internal/config"
 )
 
-// TestPlantedCredentialsNeverLeaveTheCore (README, "Redaction"): the
+// TestPlantedCredentialsNeverLeaveTheCore (docs/MANUAL.md, "Redaction"): the
 // agent's URL carries credentials in its userinfo and query and the agent
 // is down; the secret settings carry more (a webhook's path). The failed
 // investigation's error is read back from every route and page that shows

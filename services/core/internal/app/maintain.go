@@ -38,7 +38,7 @@ func (a *App) Upkeep(ctx context.Context) {
 	a.reassertActions(ctx)
 }
 
-// reassertActions re-sends the kill switch to agents that lost it (README,
+// reassertActions re-sends the kill switch to agents that lost it (docs/MANUAL.md,
 // "The action envelope"), so a restarted agent is paused within one upkeep.
 func (a *App) reassertActions(ctx context.Context) {
 	fixed, err := coreapi.ReassertActions(ctx, a.apiDeps)
@@ -59,7 +59,7 @@ func (a *App) reclaim(ctx context.Context) {
 }
 
 // prune deletes decisions, finished investigations and idle alert states
-// older than RETENTION, in small batches (README, "Retention").
+// older than RETENTION, in small batches (docs/MANUAL.md, "Retention").
 func (a *App) prune(ctx context.Context) {
 	if _, err := store.PruneTick(ctx, a.d.Store, store.CoreData, a.cfg.Retention, a.d.Now(), a.d.Log); err != nil {
 		a.metrics.StoreErrors.WithLabelValues("prune").Inc()

@@ -20,7 +20,7 @@ type notifyStore interface {
 }
 
 // newNotifier builds the chat posting of investigations from the webhook
-// settings (README.md, "The core tells people"); without any it posts
+// settings (docs/MANUAL.md, "The core tells people"); without any it posts
 // nothing. A bad webhook URL fails start-up naming the setting.
 func (a *App) newNotifier() (*notify.Notifier, error) {
 	o := notify.Options{

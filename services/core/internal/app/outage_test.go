@@ -47,7 +47,7 @@ func switchReplica(t *testing.T, dsn string, agent *agenttest.Agent) (*testCore,
 	return tc, sw
 }
 
-// TestTwoReplicasThroughAPostgresOutage plays exactly what the README's
+// TestTwoReplicasThroughAPostgresOutage plays exactly what docs/MANUAL.md's
 // "When Postgres is away" describes, with two core replicas and a
 // throwaway Postgres cluster that is really stopped and started: during the
 // outage neither replica dispatches (the per-agent limit of 1 holds: the

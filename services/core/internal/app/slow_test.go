@@ -44,7 +44,7 @@ func startTimed(t *testing.T, to kapi.Timeouts) (*app.App, string) {
 	return core, core.Addr()
 }
 
-// TestCoreSlowClientsAreCut (README, "Authentication"): the core's server
+// TestCoreSlowClientsAreCut (docs/MANUAL.md, "Authentication"): the core's server
 // cuts a client that dribbles its headers or a webhook body, one idle
 // between requests, and refuses headers past the limit (issue #31: the
 // header limit was net/http's 1 MiB and nothing bounded a write).

@@ -1,4 +1,4 @@
-// Package config reads the core's environment (README.md, "The core"; every
+// Package config reads the core's environment (docs/MANUAL.md, "The core"; every
 // setting is in Specs) and refuses a configuration that cannot work: malformed
 // durations, an agent call timeout that is not below the alert cooldown,
 // unknown peers.
@@ -49,7 +49,7 @@ type Config struct {
 	// over the template).
 	Peers map[string]string
 	// Clusters lists the clusters other than the default one that have
-	// agents (AGENT_PEERS cluster/slug=url entries; README, "Many
+	// agents (AGENT_PEERS cluster/slug=url entries; docs/MANUAL.md, "Many
 	// clusters"); their peers are keyed "cluster/slug".
 	Clusters []string
 	// ClusterLabel is the alert label naming its cluster (CLUSTER_LABEL);
@@ -62,13 +62,13 @@ type Config struct {
 	// states are kept (RETENTION; 0 keeps them forever).
 	Retention time.Duration
 	// FlushInterval bounds how long repeat counters wait in memory
-	// (README.md, "Repeats are counted, not written"); 0 writes each.
+	// (docs/MANUAL.md, "Repeats are counted, not written"); 0 writes each.
 	FlushInterval time.Duration
 	AuthToken     string
 	// AuthReadToken, when set, opens the GET routes only (dashboards).
 	AuthReadToken string
 	// AuthDisabled (AUTH_DISABLED=true) is the only way to start without
-	// AUTH_TOKEN (README.md, "Authentication").
+	// AUTH_TOKEN (docs/MANUAL.md, "Authentication").
 	AuthDisabled bool
 	LogLevel     zapcore.Level
 	// Replicas is how many core processes share DATABASE_URL
@@ -80,7 +80,7 @@ type Config struct {
 	// ReadyRequire lists the dependencies /ready requires (READY_REQUIRE:
 	// store, or none).
 	ReadyRequire map[string]bool
-	// Chat webhooks the investigations are posted to (README.md, "The
+	// Chat webhooks the investigations are posted to (docs/MANUAL.md, "The
 	// core tells people"), how long a post waits for the chain to settle,
 	// and the core's public URL for links.
 	DiscordWebhookURL string
@@ -89,7 +89,7 @@ type Config struct {
 	ReportWebhookURL  string
 	NotifySettle      time.Duration
 	PublicURL         string
-	// Paging a human (README.md, "The action envelope": verify, then
+	// Paging a human (docs/MANUAL.md, "The action envelope": verify, then
 	// escalate): PAGE_TARGET, PAGE_KEY, PAGE_URL; the page links the
 	// investigation's report under CORE_PUBLIC_URL.
 	Page PageConfig
@@ -97,7 +97,7 @@ type Config struct {
 	// Settings are the effective values for /info, secrets redacted.
 	Settings map[string]Setting
 	// SecretValues are the secret settings' values that are set: the app
-	// hands them to redact.Known (README, "Redaction").
+	// hands them to redact.Known (docs/MANUAL.md, "Redaction").
 	SecretValues []string
 	// Unknown are environment variables with the core's prefixes that are
 	// not settings (CheckEnviron); Warnings say so, for the log and /info.
@@ -219,7 +219,7 @@ func Load(getenv func(string) string) (Config, error) {
 // it whole (no "NAME: value" or "NAME=value" shape after a secret's name).
 const AuthDisabledWarning = "AUTH_DISABLED=true: authentication is off, every route is open to anyone who reaches the port, and runs started through the API are never interactive; set AUTH_TOKEN outside a laptop"
 
-// auth closes the door by default (README.md, "Authentication"): no
+// auth closes the door by default (docs/MANUAL.md, "Authentication"): no
 // AUTH_TOKEN is a start-up error unless AUTH_DISABLED=true says so.
 func (c *Config) auth(disabled string) error {
 	if v := strings.TrimSpace(disabled); v != "" {

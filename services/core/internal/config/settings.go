@@ -29,7 +29,7 @@ var Specs = []settings.Spec{
 	{Name: "AUTH_READ_TOKEN", Help: "optional read-only bearer token: opens GET routes only (dashboards); needs AUTH_TOKEN"},
 	{Name: "AUTH_DISABLED", Default: "false", Help: "true: start without AUTH_TOKEN, every route open (a laptop only; warned at start, shown in /info and on the dashboard; runs started through the API are never interactive)"},
 	{Name: "LOG_LEVEL", Default: "info", Help: "debug|info|warn|error"},
-	{Name: "ALERT_WEBHOOK_MAX_BYTES", Default: DefaultWebhookMaxBytes, Help: "largest Alertmanager webhook body taken (bytes, or Ki/Mi); larger is 413. Match Alertmanager's max_alerts to it (README, Storms)"},
+	{Name: "ALERT_WEBHOOK_MAX_BYTES", Default: DefaultWebhookMaxBytes, Help: "largest Alertmanager webhook body taken (bytes, or Ki/Mi); larger is 413. Match Alertmanager's max_alerts to it (docs/MANUAL.md, Storms)"},
 	{Name: "CORE_REPLICAS", Default: "1", Help: "core processes sharing DATABASE_URL; above 1 an unusable database makes /ready fail"},
 	{Name: "READY_REQUIRE", Default: DepStore, Help: "dependencies /ready requires: store, or none"},
 	{Name: "DISCORD_WEBHOOK_URL", Help: "Discord webhook: each finished investigation is posted once (routes' notify chooses the chats)"},
@@ -74,7 +74,7 @@ func effective(getenv func(string) string) map[string]Setting {
 			v = redactSecret(v)
 		} else {
 			// AGENT_PEERS, PEER_URL_TEMPLATE…: userinfo and secret query
-			// parameters go (README, "Redaction").
+			// parameters go (docs/MANUAL.md, "Redaction").
 			v, _ = redact.String(v)
 		}
 		out[s.Name] = Setting{Value: v, Source: src}

@@ -25,7 +25,7 @@ const CookieName = "kubecrew_dashboard"
 // SessionTTL is how long a login lasts.
 const SessionTTL = 12 * time.Hour
 
-// auth is the dashboard's door (README.md, "Dashboard"): with AUTH_TOKEN
+// auth is the dashboard's door (docs/MANUAL.md, "Dashboard"): with AUTH_TOKEN
 // set, a visitor shows AUTH_TOKEN or AUTH_READ_TOKEN as a bearer header, or
 // signs in once with either on the login form, which sets an HttpOnly,
 // Secure, SameSite=Strict cookie. The cookie holds an expiry and its HMAC

@@ -12,7 +12,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
-// BenchmarkOverview renders the overview (README.md, "Dashboard": under
+// BenchmarkOverview renders the overview (docs/MANUAL.md, "Dashboard": under
 // 50 ms of server time) on the fixture plus 10,000 decisions of the last
 // day — 2,000 alerts, a third of them in the last hour — with every read
 // the page makes: the API in process (the alerts firing among them), the

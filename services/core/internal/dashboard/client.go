@@ -12,7 +12,7 @@ import (
 )
 
 // apiClient calls the core's public REST API in process: the same handler
-// and routes GET /api/v1/openapi.yaml documents, never the store (README.md,
+// and routes GET /api/v1/openapi.yaml documents, never the store (docs/MANUAL.md,
 // "Dashboard": no private back door).
 type apiClient struct{ h http.Handler }
 

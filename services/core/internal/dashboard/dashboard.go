@@ -1,4 +1,4 @@
-// Package dashboard is the web dashboard the core serves at / (README.md,
+// Package dashboard is the web dashboard the core serves at / (docs/MANUAL.md,
 // "Dashboard"): server-rendered pages (html/template, embedded) that read
 // only the core's public REST API — the overview, alerts with their
 // decisions, investigations with their chain of runs, and agents — plus a

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Failed sign-ins are slowed per client address (README.md, "Dashboard"):
+// Failed sign-ins are slowed per client address (docs/MANUAL.md, "Dashboard"):
 // LoginFailures wrong tokens within LoginWindow, and that address's
 // sign-ins are refused (429, Retry-After) until the window has passed.
 const (

@@ -60,7 +60,7 @@ type Route struct {
 }
 
 // Input is everything one decision depends on. The state (Prev) is the
-// incident's: every alert sharing the correlation Key (README, "Storms").
+// incident's: every alert sharing the correlation Key (docs/MANUAL.md, "Storms").
 type Input struct {
 	Alert Alert
 	Route Route

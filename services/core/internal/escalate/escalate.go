@@ -1,4 +1,4 @@
-// Package escalate pages a human from the core (README.md, "The action
+// Package escalate pages a human from the core (docs/MANUAL.md, "The action
 // envelope": verify, then escalate): when an alert investigation ends with
 // a critical finding no agent may fix, the finding's workload is paged
 // through the incident API — once per workload, the correlation key the

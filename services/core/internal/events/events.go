@@ -1,7 +1,7 @@
 // Package events publishes the core's changes as they happen — each alert
 // decision recorded, each investigation started or finished — to
 // subscribers: GET /api/v1/events streams them as Server-Sent Events and
-// the dashboard refreshes on them (README.md, "Dashboard").
+// the dashboard refreshes on them (docs/MANUAL.md, "Dashboard").
 package events
 
 import (

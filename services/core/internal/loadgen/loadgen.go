@@ -1,5 +1,5 @@
 // Package loadgen is the load generator of the side-by-side benchmark
-// (README.md, "Benchmark: the core beside Alertmanager"): one pool of
+// (docs/MANUAL.md, "Benchmark: the core beside Alertmanager"): one pool of
 // alerts, posted either to the core's webhook (an Alertmanager webhook,
 // version 4) or to Alertmanager's own API (POST /api/v2/alerts), from a
 // number of concurrent posters, with each request's latency.

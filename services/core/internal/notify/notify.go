@@ -1,4 +1,4 @@
-// Package notify tells people (README.md, "The core tells people"): each
+// Package notify tells people (docs/MANUAL.md, "The core tells people"): each
 // finished investigation is posted once to the chats its route names —
 // the findings by severity with their lifecycle, what was done, the
 // review, what waits for a human — and a resolved alert gets a short

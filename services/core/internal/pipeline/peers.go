@@ -9,7 +9,7 @@ import (
 	"github.com/kubecrew/kubecrew/pkg/store"
 )
 
-// Several core replicas share one incident (README, "Storms: one incident,
+// Several core replicas share one incident (docs/MANUAL.md, "Storms: one incident,
 // one investigation"): each tells the others, through the store, which
 // alerts are part of the investigations it runs (the store sends that with
 // every dispatched or joined decision, and the end of each investigation)

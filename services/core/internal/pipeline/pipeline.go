@@ -1,6 +1,6 @@
 // Package pipeline is the core's alert path, in stages: route → correlate
 // → decide (pure, run atomically by the store) → record → dispatch. The
-// alerts that share a correlation key are one incident (README, "Storms"):
+// alerts that share a correlation key are one incident (docs/MANUAL.md, "Storms"):
 // one investigation with all of them in its context, later ones joining
 // it. The webhook handler feeds it decoded messages; the dispatcher tells
 // it when an agent frees a slot, and it dispatches the oldest queued
@@ -64,7 +64,7 @@ type Options struct {
 	// follow-up, *notify.Notifier).
 	Resolved interface{ Resolved(fingerprint string) }
 	// Clusters: the label naming an alert's cluster, the default cluster's
-	// name and the other clusters that have agents (README, "Many
+	// name and the other clusters that have agents (docs/MANUAL.md, "Many
 	// clusters"). An alert of another cluster goes to that cluster's
 	// agents, named "cluster/slug"; its incident key starts "cluster/".
 	Clusters Clusters
@@ -181,7 +181,7 @@ func (p *Pipeline) Process(ctx context.Context, m webhook.Message) ([]store.Aler
 // truncated honours Alertmanager's truncatedAlerts (a group past the
 // route's max_alerts): the alerts it left out are counted in the group's
 // largest firing incident, so its context says how many alerts the
-// incident has, and logged (README, "Storms").
+// incident has, and logged (docs/MANUAL.md, "Storms").
 func (p *Pipeline) truncated(m webhook.Message, incs []*incident) {
 	if m.TruncatedAlerts <= 0 {
 		return
@@ -382,7 +382,7 @@ func (p *Pipeline) start(d store.AlertDecision, v queued) {
 		"incident":         incidentContext(key, v.inc),
 	}
 	if v.cluster != "" {
-		ctx["cluster"] = v.cluster // README, "Many clusters"
+		ctx["cluster"] = v.cluster // docs/MANUAL.md, "Many clusters"
 	}
 	p.o.Starter.Start(dispatch.Job{
 		InvestigationID: d.InvestigationID,

@@ -21,7 +21,7 @@ type queued struct {
 	seq     uint64 // order queued
 }
 
-// queue is the busy queue (README, "Storms"): per agent, at most max
+// queue is the busy queue (docs/MANUAL.md, "Storms"): per agent, at most max
 // incidents, one entry per correlation key (a new alert of a queued
 // incident merges into its entry). Full, it drops the lowest severity
 // first; between equals it keeps the one that waited longer. The store

@@ -110,7 +110,7 @@ func marshal(d alertDoc) string {
 }
 
 // Task is the instruction an agent gets for an alert and the incident it
-// leads (README, "Storms").
+// leads (docs/MANUAL.md, "Storms").
 func Task(a webhook.Alert, inc members) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Alertmanager alert %s is firing", safetext.Clean(a.Alertname(), 120))

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Correlation keys (README, "Storms"): the alerts that share one are one
+// Correlation keys (docs/MANUAL.md, "Storms"): the alerts that share one are one
 // incident and one investigation.
 const (
 	// KeyNode: a node-level alert (NodeAlertnames) with a node label is

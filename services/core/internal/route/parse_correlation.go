@@ -8,7 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// correlation reads the correlation section (README, "Storms"):
+// correlation reads the correlation section (docs/MANUAL.md, "Storms"):
 //
 //	correlation:
 //	  keys: [node, owner, group]

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkDecode decodes and validates the side-by-side benchmark's
-// webhooks (README, "Benchmark: the core beside Alertmanager") of 1 and
+// webhooks (docs/MANUAL.md, "Benchmark: the core beside Alertmanager") of 1 and
 // 10 alerts.
 func BenchmarkDecode(b *testing.B) {
 	for _, per := range []int{1, 10} {

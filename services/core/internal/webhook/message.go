@@ -20,7 +20,7 @@ import (
 	// encoding/json's semantics (case-insensitive names, the last of
 	// duplicate names, invalid UTF-8 replaced, the same error types) on the
 	// v2 implementation, which decodes a webhook in about half the time
-	// with half the allocations (BenchmarkDecode; README, "Benchmark: the
+	// with half the allocations (BenchmarkDecode; docs/MANUAL.md, "Benchmark: the
 	// core beside Alertmanager"). It is the code encoding/json runs under
 	// GOEXPERIMENT=jsonv2.
 	json "github.com/go-json-experiment/json/v1"

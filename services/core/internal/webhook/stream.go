@@ -16,7 +16,7 @@ import (
 // is read whole and decoded in one pass (the hot path, BenchmarkDecode);
 // a storm's larger one is read alert by alert and each alert is kept
 // within Bound as it is read, so what the core holds is the bounded
-// copies, never the body (README, "Storms").
+// copies, never the body (docs/MANUAL.md, "Storms").
 var streamAfter = 1 << 20
 
 // messageFields are Message's JSON names but alerts.

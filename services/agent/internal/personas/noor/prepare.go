@@ -15,7 +15,7 @@ import (
 	"github.com/kubecrew/kubecrew/services/agent/internal/playbook"
 )
 
-// Prepare runs before a model run (README.md, "Model cost"). An alert run
+// Prepare runs before a model run (docs/MANUAL.md, "Model cost"). An alert run
 // starts with the evidence: the sweep with the alerted object in focus (its
 // problems, the configuration changes it saw, the object's own state) is in
 // the first prompt, framed as tool output, so a model that agrees answers

@@ -16,7 +16,7 @@ import (
 )
 
 // The weekly review (PULSE.md) reports only what changed since the last
-// whole-repository review (README.md, "Deploy-path review"): findings new
+// whole-repository review (docs/MANUAL.md, "Deploy-path review"): findings new
 // since then, and the ones fixed. The last review is kept in the agent's
 // memory file lastPath (one line per finding), which the agent's model
 // can read too. It is not the cluster's finding lifecycle: a repository

@@ -196,13 +196,13 @@ func failed(r *engine.Run, f api.Finding, what, out string) {
 		r.SetVerdict(api.VerdictRefused)
 	case strings.Contains(out, tools.ErrDenied.Error()):
 		// The action envelope or a gate refused: paused, a namespace that
-		// did not opt in (README.md, "The action envelope").
+		// did not opt in (docs/MANUAL.md, "The action envelope").
 		r.SetAnswer(fmt.Sprintf("Refused to %s %s: %s. I changed nothing.", what, target(f), reason))
 		r.SetVerdict(api.VerdictRefused)
 	case strings.Contains(out, gitops.ErrRefused.Error()), strings.Contains(out, kube.ErrPrecondition.Error()),
 		strings.Contains(out, "settle window"), strings.Contains(out, "agent PRs are open"):
 		// a rule, or the primitive's precondition: what the cluster shows
-		// right before the write does not justify it (README.md, "The
+		// right before the write does not justify it (docs/MANUAL.md, "The
 		// action envelope")
 		r.SetAnswer(fmt.Sprintf("Refused to %s %s: %s. I changed nothing.", what, target(f), reason))
 		r.SetVerdict(api.VerdictRefused)
