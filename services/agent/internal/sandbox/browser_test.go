@@ -118,6 +118,19 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 }
 
+// untilReplaced runs a, again when it failed only because the page it
+// ran in was replaced by a navigation (its execution context is gone);
+// the caller's deadline bounds it.
+func untilReplaced[T any](ctx context.Context, a chromedp.Action[T]) error {
+	for {
+		_, err := chromedp.Run(ctx, a)
+		if err == nil || ctx.Err() != nil ||
+			!strings.Contains(err.Error(), "Cannot find context with specified id") && !strings.Contains(err.Error(), "Execution context was destroyed") {
+			return err
+		}
+	}
+}
+
 // browseDashboard drives the pages of the core at base.
 func browseDashboard(t *testing.T, ctx context.Context, base, invID, dir string) {
 	t.Helper()
@@ -125,13 +138,17 @@ func browseDashboard(t *testing.T, ctx context.Context, base, invID, dir string)
 	defer cancel()
 	// The fleet's token (Token): the dashboard wants a sign-in.
 	field := chromedp.CSS(`input[name=token]`)
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(field),
-		chromedp.SendKeys(field, Token()), chromedp.Submit(field)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/login"), chromedp.WaitVisible(field), chromedp.SendKeys(field, Token())); err != nil {
 		t.Fatalf("signing in: %v", err)
 	}
-	// The login page has a #main too: wait until the form's redirect has
-	// landed, or the next Navigate races it (net::ERR_ABORTED under load).
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`location.pathname !== "/login" && document.readyState === "complete" && !!document.getElementById("main")`,
+	// The form's POST and its redirect replace the page: an evaluation
+	// caught in between loses its execution context, and is asked again.
+	// The login page has a #main too, so the wait is for the redirect to
+	// have landed, or the next Navigate races it (net::ERR_ABORTED).
+	if err := untilReplaced(ctx, chromedp.Submit(field)); err != nil {
+		t.Fatalf("signing in: %v", err)
+	}
+	if err := untilReplaced(ctx, chromedp.Poll[bool](`location.pathname !== "/login" && document.readyState === "complete" && !!document.getElementById("main")`,
 		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
 		t.Fatalf("signing in: %v", err)
 	}
