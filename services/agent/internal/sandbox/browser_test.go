@@ -125,7 +125,8 @@ func untilReplaced[T any](ctx context.Context, a chromedp.Action[T]) error {
 	for {
 		_, err := chromedp.Run(ctx, a)
 		if err == nil || ctx.Err() != nil ||
-			!strings.Contains(err.Error(), "Cannot find context with specified id") && !strings.Contains(err.Error(), "Execution context was destroyed") {
+			!strings.Contains(err.Error(), "Cannot find context with specified id") && !strings.Contains(err.Error(), "Execution context was destroyed") &&
+				!strings.Contains(err.Error(), "Inspected target navigated or closed") {
 			return err
 		}
 	}
@@ -145,7 +146,9 @@ func browseDashboard(t *testing.T, ctx context.Context, base, invID, dir string)
 	// caught in between loses its execution context, and is asked again.
 	// The login page has a #main too, so the wait is for the redirect to
 	// have landed, or the next Navigate races it (net::ERR_ABORTED).
-	if err := untilReplaced(ctx, chromedp.Submit(field)); err != nil {
+	// The form is submitted after the evaluation has answered, so no
+	// evaluation waits on the page being replaced.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](`setTimeout(() => document.querySelector("form").submit(), 0); undefined`)); err != nil {
 		t.Fatalf("signing in: %v", err)
 	}
 	if err := untilReplaced(ctx, chromedp.Poll[bool](`location.pathname !== "/login" && document.readyState === "complete" && !!document.getElementById("main")`,
